@@ -1,0 +1,203 @@
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "commands.hpp"
+#include "error.hpp"
+#include "exit_codes.hpp"
+#include "signals.hpp"
+#include "token.hpp"
+
+namespace redlock::cli {
+
+namespace {
+
+// Writes TOKEN to PATH with mode 0600 from the first byte: a private temporary file in the same
+// directory, renamed over PATH.
+void write_token_file(const std::string& path, const std::string& token) {
+  std::string tmp = path + ".tmp." + std::to_string(getpid());
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) config_error("--token-file '" + path + "': " + std::strerror(errno));
+  std::string line = token + "\n";
+  bool ok = fchmod(fd, 0600) == 0 && ::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size());
+  ok = ::close(fd) == 0 && ok;
+  if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0) {
+    int err = errno;
+    ::unlink(tmp.c_str());
+    config_error("--token-file '" + path + "': " + std::strerror(err));
+  }
+}
+
+}  // namespace
+
+void add_acquire_options(CLI::App& sub, AcquireOptions& o) {
+  sub.add_option("NAME", o.name, "the lock's name")->required();
+  sub.add_option("--ttl", o.ttl, "lock expiry")->type_name("DUR")->envname("REDLOCK_TTL")->capture_default_str();
+  sub.add_flag("-n,--nonblock", o.nonblock, "one attempt, no waiting")->envname("REDLOCK_NONBLOCK");
+  sub.add_option("-w,--wait", o.wait, "wait at most DUR (default: for ever)")->type_name("DUR")->envname("REDLOCK_WAIT");
+  sub.add_option("-E,--conflict-exit-code", o.conflict_exit_code, "exit status when busy or timed out")
+      ->type_name("N")
+      ->envname("REDLOCK_CONFLICT_EXIT_CODE")
+      ->check(CLI::Range(0, 255))
+      ->capture_default_str();
+  sub.add_option("--token", o.token, "use this token (re-acquire when already held with it)")
+      ->envname("REDLOCK_TOKEN");
+  sub.add_option("--token-file", o.token_file, "also write the token to FILE, mode 0600")
+      ->type_name("FILE")
+      ->envname("REDLOCK_TOKEN_FILE");
+  sub.add_option("--retry-delay", o.retry_delay, "base delay between attempts while polling (jittered)")
+      ->type_name("DUR")
+      ->envname("REDLOCK_RETRY_DELAY")
+      ->capture_default_str();
+  sub.add_option("--drift", o.drift, "clock drift factor")
+      ->type_name("FACTOR")
+      ->envname("REDLOCK_DRIFT")
+      ->check(CLI::Range(0.0, 0.5))
+      ->capture_default_str();
+  sub.add_option("--owner", o.owner, "who holds it, shown by status (default user@host:pid)")
+      ->type_name("STR")
+      ->envname("REDLOCK_OWNER");
+}
+
+AcquirePlan plan_acquire(const AcquireOptions& o, const GlobalOptions& global) {
+  AcquirePlan plan;
+  plan.spec.keys = lock_keys(global, o.name);
+  plan.spec.ttl = ttl_option(o.ttl, "--ttl");
+  plan.spec.drift = o.drift;
+  if (validity(plan.spec.ttl, Duration::zero(), o.drift) <= Duration::zero()) {
+    usage_error("--ttl " + o.ttl + " leaves no validity after the drift allowance (TTL·drift + 2ms)");
+  }
+  plan.spec.owner = o.owner.empty() ? default_owner() : o.owner;
+  plan.token_given = !o.token.empty();
+  plan.spec.token = plan.token_given ? o.token : make_token();
+  // Inside `run`'s child, the same key with the inherited token is a re-entry, not a new wait.
+  const char* inherited_key = std::getenv("REDLOCK_KEY");
+  const char* inherited_token = std::getenv("REDLOCK_TOKEN");
+  plan.nested = inherited_key && inherited_token && plan.spec.keys.lock == inherited_key && o.token == inherited_token;
+
+  plan.wait.wait = !o.nonblock;
+  plan.wait.retry_delay = duration_option(o.retry_delay, "--retry-delay", false);
+  if (!o.wait.empty()) {
+    if (o.nonblock) usage_error("-n/--nonblock and -w/--wait exclude each other");
+    plan.wait.deadline = Clock::now() + duration_option(o.wait, "--wait", true);
+  }
+  return plan;
+}
+
+void json_acquisition(Json& j, const AcquireResult& r) {
+  bool acquired = r.outcome == AcquireOutcome::Acquired;
+  j["acquired"] = acquired;
+  if (!acquired) j["reason"] = r.outcome == AcquireOutcome::Interrupted ? "interrupted" : outcome_name(r.outcome);
+  j["token"] = acquired ? Json(r.token) : Json(nullptr);
+  j["fence"] = acquired ? Json(r.fence) : Json(nullptr);
+  j["ttl_ms"] = std::chrono::duration_cast<std::chrono::milliseconds>(r.ttl).count();
+  j["validity_ms"] = acquired ? json_ms(r.validity) : 0.0;
+  j["elapsed_ms"] = json_ms(r.elapsed);
+  j["attempts"] = r.attempts;
+  j["quorum"] = json_quorum(r.tally);
+  if (!r.message.empty()) j["message"] = r.message;
+  j["servers"] = json_servers(r.servers);
+}
+
+StatusResult check_nested(Redlock& redlock, const AcquirePlan& plan) {
+  StatusResult s = redlock.status(plan.spec.keys);
+  if (s.no_quorum) return s;
+  if (s.state != LockState::Held || s.token != plan.spec.token) s.state = LockState::Partial;
+  return s;
+}
+
+namespace {
+
+int run_acquire(const AcquireOptions& o, const GlobalOptions& global) {
+  AcquirePlan plan = plan_acquire(o, global);
+  auto transport = connect_servers(global);
+  Redlock redlock(*transport, request_timeout(global));
+  Json j = json_head("acquire", o.name, plan.spec.keys.lock);
+
+  if (plan.nested) {
+    StatusResult s = check_nested(redlock, plan);
+    bool held = s.state == LockState::Held;
+    if (global.json) {
+      j["acquired"] = held;
+      j["nested"] = true;
+      if (!held) j["reason"] = s.no_quorum ? "no_quorum" : "busy";
+      j["token"] = held ? Json(plan.spec.token) : Json(nullptr);
+      j["ttl_ms"] = s.ttl_ms;
+      j["quorum"] = json_quorum(s.tally);
+      j["servers"] = json_servers(s.servers);
+      print_json(j);
+    } else if (held) {
+      std::printf("%s\n", plan.spec.token.c_str());
+    }
+    if (held) return exit_code::kOk;
+    if (!global.json) {
+      std::fprintf(stderr, "redlock: %s: the enclosing run no longer holds the lock\n", printable(o.name).c_str());
+    }
+    return s.no_quorum ? exit_code::kNoQuorum : o.conflict_exit_code;
+  }
+
+  SignalCatcher signals({SIGINT, SIGTERM, SIGHUP});
+  transport->set_wait_sigmask(&signals.wait_mask());
+  plan.wait.interrupted = [&signals] { return signals.pending({SIGINT, SIGTERM, SIGHUP}); };
+
+  AcquireResult r = redlock.acquire(plan.spec, plan.wait);
+  int stopped_by = signals.first_caught({SIGINT, SIGTERM, SIGHUP});
+  if (r.outcome == AcquireOutcome::Acquired && stopped_by) {
+    // Stopped while the last attempt was out: give it back rather than leave it to its TTL.
+    redlock.release(plan.spec.keys, plan.spec.token, false);
+    r.outcome = AcquireOutcome::Interrupted;
+  }
+  if (r.outcome == AcquireOutcome::Acquired && !o.token_file.empty()) {
+    try {
+      write_token_file(o.token_file, r.token);
+    } catch (const Error&) {
+      redlock.release(plan.spec.keys, plan.spec.token, false);
+      throw;
+    }
+  }
+  transport->flush(Clock::now() + request_timeout(global));
+
+  if (global.json) {
+    json_acquisition(j, r);
+    print_json(j);
+  }
+  switch (r.outcome) {
+    case AcquireOutcome::Acquired:
+      if (!global.json) std::printf("%s\n", r.token.c_str());
+      verbose(global, 1,
+              "acquired " + printable(o.name) + " on " + std::to_string(r.tally.yes) + " of " +
+                  std::to_string(r.tally.total) + " servers, fence " + std::to_string(r.fence));
+      return exit_code::kOk;
+    case AcquireOutcome::Busy:
+    case AcquireOutcome::TimedOut:
+      if (!global.json && !global.quiet) {
+        std::fprintf(stderr, "redlock: %s: %s%s\n", printable(o.name).c_str(),
+                     r.outcome == AcquireOutcome::TimedOut ? "still busy when the wait ran out: " : "busy: ",
+                     r.message.c_str());
+      }
+      return o.conflict_exit_code;
+    case AcquireOutcome::NoQuorum:
+      if (!global.json) std::fprintf(stderr, "redlock: error: %s: no quorum: %s\n", printable(o.name).c_str(), r.message.c_str());
+      return exit_code::kNoQuorum;
+    case AcquireOutcome::Interrupted:
+      return 128 + (stopped_by ? stopped_by : SIGTERM);
+  }
+  return exit_code::kInternal;
+}
+
+}  // namespace
+
+void setup_acquire(CLI::App& app, const GlobalOptions& global, Action& action) {
+  auto options = std::make_shared<AcquireOptions>();
+  auto* sub = app.add_subcommand("acquire", "take the lock and print its token");
+  add_acquire_options(*sub, *options);
+  sub->callback([options, &global, &action] { action = [options, &global] { return run_acquire(*options, global); }; });
+}
+
+}  // namespace redlock::cli

@@ -1,0 +1,53 @@
+// The subcommands. Each file binds its options to a CLI11 subcommand (setup_*) and does the work
+// (run_*), returning the exit status.
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include "common.hpp"
+
+namespace redlock::cli {
+
+// Set by the subcommand that was parsed; main() runs it after parsing.
+using Action = std::function<int()>;
+
+// The options of `acquire`, which `run` shares.
+struct AcquireOptions {
+  std::string name;
+  std::string ttl = "30s";
+  bool nonblock = false;
+  std::string wait;  // empty: wait for ever
+  int conflict_exit_code = 75;
+  std::string token;
+  std::string token_file;
+  std::string retry_delay = "200ms";
+  double drift = 0.01;
+  std::string owner;
+};
+
+// What the acquire options come to, checked.
+struct AcquirePlan {
+  LockSpec spec;
+  WaitOptions wait;
+  bool token_given = false;
+  // Set inside a `run` child on the same NAME: the token to re-enter with.
+  bool nested = false;
+};
+
+void add_acquire_options(CLI::App& sub, AcquireOptions& options);
+AcquirePlan plan_acquire(const AcquireOptions& options, const GlobalOptions& global);
+// The JSON of an acquisition (acquire, and run's report).
+void json_acquisition(Json& j, const AcquireResult& r);
+// Checks that the enclosing run still holds the lock (nested acquire/run): status with its token.
+StatusResult check_nested(Redlock& redlock, const AcquirePlan& plan);
+
+void setup_acquire(CLI::App& app, const GlobalOptions& global, Action& action);
+void setup_extend(CLI::App& app, const GlobalOptions& global, Action& action);
+void setup_release(CLI::App& app, const GlobalOptions& global, Action& action);
+void setup_status(CLI::App& app, const GlobalOptions& global, Action& action);
+void setup_run(CLI::App& app, const GlobalOptions& global, Action& action);
+void setup_doctor(CLI::App& app, const GlobalOptions& global, Action& action);
+void setup_completion(CLI::App& app, const GlobalOptions& global, Action& action);
+
+}  // namespace redlock::cli

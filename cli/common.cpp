@@ -1,0 +1,220 @@
+#include "common.hpp"
+
+#include <pwd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+
+#include "duration.hpp"
+#include "error.hpp"
+
+namespace redlock::cli {
+
+namespace {
+
+std::optional<std::string> env(const char* name) {
+  const char* v = std::getenv(name);
+  if (!v) return std::nullopt;
+  return std::string(v);
+}
+
+std::string read_password_file(const std::string& path) {
+  struct stat st {};
+  if (stat(path.c_str(), &st) != 0) config_error("--password-file '" + path + "': " + std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) config_error("--password-file '" + path + "' is not a regular file");
+  if (st.st_mode & (S_IRGRP | S_IROTH)) {
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+    config_error("--password-file '" + path + "' is readable by group or others (mode " + mode +
+                 "); make it private with chmod 600");
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) config_error("--password-file '" + path + "': cannot read it");
+  std::string password;
+  std::getline(in, password);
+  if (!password.empty() && password.back() == '\r') password.pop_back();
+  if (password.empty()) config_error("--password-file '" + path + "' is empty");
+  return password;
+}
+
+}  // namespace
+
+void setup_global_options(CLI::App& app, GlobalOptions& o) {
+  app.add_option("-S,--servers", o.servers, "Redis masters, URL[,URL...] (repeatable)")
+      ->type_name("URL[,URL...]")
+      ->take_all();
+  app.add_option("--timeout", o.timeout, "deadline for one request to one server, connect included")
+      ->type_name("DUR")
+      ->envname("REDLOCK_TIMEOUT")
+      ->capture_default_str();
+  app.add_option("--password-file", o.password_file, "read the password from FILE (mode 600)")
+      ->type_name("FILE")
+      ->envname("REDLOCK_PASSWORD_FILE");
+  app.add_option("--user", o.user, "ACL user for servers whose URL names none")->envname("REDLOCK_USER");
+  app.add_option("--tls-ca", o.tls_ca, "CA certificates for rediss:// (default: the system store)")
+      ->type_name("FILE")
+      ->envname("REDLOCK_TLS_CA");
+  app.add_option("--tls-cert", o.tls_cert, "client certificate for rediss://")
+      ->type_name("FILE")
+      ->envname("REDLOCK_TLS_CERT");
+  app.add_option("--tls-key", o.tls_key, "client key for rediss://")->type_name("FILE")->envname("REDLOCK_TLS_KEY");
+  app.add_option("--tls-server-name", o.tls_server_name, "verify the server certificate against NAME")
+      ->type_name("NAME")
+      ->envname("REDLOCK_TLS_SERVER_NAME");
+  app.add_flag("--tls-insecure", o.tls_insecure, "do not verify server certificates (warns)")
+      ->envname("REDLOCK_TLS_INSECURE");
+  app.add_flag("--json", o.json, "print exactly one JSON object on stdout")->envname("REDLOCK_JSON");
+  app.add_flag("-v,--verbose", o.verbose, "diagnostics on stderr (repeat for more)")->envname("REDLOCK_VERBOSE");
+  app.add_flag("-q,--quiet", o.quiet, "nothing on stderr but errors")->envname("REDLOCK_QUIET");
+  app.add_option("--prefix", o.prefix, "prepended to NAME to form the Redis key")->envname("REDLOCK_PREFIX");
+}
+
+std::vector<ServerUrl> configured_servers(const GlobalOptions& options) {
+  std::vector<std::string> texts;
+  for (const auto& s : options.servers) {
+    for (auto& t : split_server_list(s)) texts.push_back(std::move(t));
+  }
+  if (options.servers.empty()) {
+    if (auto from_env = env("REDLOCK_SERVERS")) texts = split_server_list(*from_env);
+    if (texts.empty()) texts.push_back("redis://127.0.0.1:6379");
+  }
+  if (texts.empty()) config_error("--servers names no server");
+  std::vector<ServerUrl> servers;
+  servers.reserve(texts.size());
+  for (const auto& t : texts) servers.push_back(parse_server_url(t));
+  check_distinct_addresses(servers);
+  return servers;
+}
+
+Duration request_timeout(const GlobalOptions& options) {
+  return duration_option(options.timeout, "--timeout", false);
+}
+
+std::unique_ptr<Transport> connect_servers(const GlobalOptions& options) {
+  std::vector<ServerUrl> servers = configured_servers(options);
+  TransportOptions t;
+  t.timeout = request_timeout(options);
+  if (!options.user.empty()) t.user = options.user;
+  if (!options.password_file.empty()) {
+    t.password = read_password_file(options.password_file);
+  } else if (auto p = env("REDLOCK_PASSWORD"); p && !p->empty()) {
+    t.password = *p;
+  }
+  t.tls = TlsOptions{options.tls_ca, options.tls_cert, options.tls_key, options.tls_server_name, options.tls_insecure};
+  bool any_tls = false;
+  for (const auto& s : servers) any_tls = any_tls || s.scheme == ServerUrl::Scheme::Tls;
+  if (any_tls && options.tls_insecure) {
+    warn(options, "--tls-insecure: server certificates are not verified; anyone on the path can pose as the servers");
+  }
+  return std::make_unique<Transport>(std::move(servers), std::move(t));
+}
+
+LockKeys lock_keys(const GlobalOptions& options, const std::string& name) {
+  if (name.empty()) usage_error("NAME must not be empty");
+  return derive_keys(options.prefix + name);
+}
+
+Duration duration_option(const std::string& text, const char* what, bool allow_zero) {
+  Duration d = parse_duration(text, what);
+  if (!allow_zero && d <= Duration::zero()) usage_error(std::string(what) + ": must be more than zero");
+  return d;
+}
+
+Duration ttl_option(const std::string& text, const char* what) {
+  Duration d = duration_option(text, what, false);
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(d);
+  if (ms.count() < 1) usage_error(std::string(what) + ": must be at least 1ms");
+  return ms;
+}
+
+std::string printable(const std::string& text) {
+  constexpr std::size_t kMax = 80;
+  std::string out;
+  for (std::size_t i = 0; i < text.size() && i < kMax; ++i) {
+    unsigned char c = static_cast<unsigned char>(text[i]);
+    if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (c < 0x20 || c == 0x7f) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      out += buf;
+    } else {
+      out.push_back(static_cast<char>(c));
+    }
+  }
+  if (text.size() > kMax) out += "… (" + std::to_string(text.size()) + " bytes)";
+  return out;
+}
+
+void warn(const GlobalOptions& options, const std::string& message) {
+  if (!options.quiet) std::fprintf(stderr, "redlock: warning: %s\n", message.c_str());
+}
+
+void verbose(const GlobalOptions& options, int level, const std::string& message) {
+  if (options.verbose >= level && !options.quiet) std::fprintf(stderr, "redlock: %s\n", message.c_str());
+}
+
+Json json_head(const std::string& command, const std::string& name, const std::string& key) {
+  Json j;
+  j["version"] = 1;
+  j["command"] = command;
+  j["name"] = name;
+  j["key"] = key;
+  return j;
+}
+
+double json_ms(Duration d) { return std::round(to_ms(d) * 1000.0) / 1000.0; }
+
+Json json_servers(const std::vector<ServerReport>& servers) {
+  auto list = Json::array();
+  for (const auto& s : servers) {
+    Json j;
+    j["server"] = s.server;
+    j["ok"] = s.ok;
+    j["result"] = s.result;
+    j["latency_ms"] = s.latency ? Json(json_ms(*s.latency)) : Json(nullptr);
+    j["error"] = s.error.empty() ? Json(nullptr) : Json(s.error);
+    list.push_back(std::move(j));
+  }
+  return list;
+}
+
+Json json_quorum(const Tally& tally) {
+  return {{"needed", tally.needed()}, {"ok", tally.yes}, {"total", tally.total}};
+}
+
+void print_json(const Json& object) {
+  std::string text = object.dump(-1, ' ', false, Json::error_handler_t::replace);
+  text.push_back('\n');
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  std::fflush(stdout);
+}
+
+std::string default_owner() {
+  std::string user;
+  if (const passwd* pw = getpwuid(geteuid())) user = pw->pw_name;
+  if (user.empty()) user = env("USER").value_or("uid" + std::to_string(geteuid()));
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  std::string owner = user + "@" + host + ":" + std::to_string(getpid());
+  // The job of a CI system, where one is recognised, says more than a runner's host name.
+  for (const char* var : {"GITHUB_RUN_ID", "CI_JOB_ID", "BUILDKITE_JOB_ID", "CIRCLE_WORKFLOW_JOB_ID", "BUILD_TAG"}) {
+    if (auto v = env(var); v && !v->empty()) {
+      owner += std::string(" ") + var + "=" + *v;
+      break;
+    }
+  }
+  return owner;
+}
+
+}  // namespace redlock::cli

@@ -1,0 +1,83 @@
+// What every subcommand shares: the global options, the servers they name, and how results are
+// printed (plain for scripts, one JSON object with --json).
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "clock.hpp"
+#include "keys.hpp"
+#include "redlock.hpp"
+#include "server_url.hpp"
+#include "transport.hpp"
+
+namespace CLI {
+class App;
+}
+
+namespace redlock::cli {
+
+// JSON objects keep the order their keys were added in: version and command first.
+using Json = nlohmann::ordered_json;
+
+struct GlobalOptions {
+  std::vector<std::string> servers;
+  std::string timeout = "100ms";
+  std::string password_file;
+  std::string user;
+  std::string tls_ca;
+  std::string tls_cert;
+  std::string tls_key;
+  std::string tls_server_name;
+  bool tls_insecure = false;
+  bool json = false;
+  int verbose = 0;
+  bool quiet = false;
+  std::string prefix;
+};
+
+// Binds the global options (and their REDLOCK_* variables) to APP.
+void setup_global_options(CLI::App& app, GlobalOptions& options);
+
+// The servers from --servers, else REDLOCK_SERVERS, else redis://127.0.0.1:6379; checked for
+// duplicate addresses. Throws configuration errors.
+std::vector<ServerUrl> configured_servers(const GlobalOptions& options);
+
+// The transport for the configured servers, with credentials and TLS settings resolved (password
+// file permissions checked, REDLOCK_PASSWORD read). Warns once about --tls-insecure.
+std::unique_ptr<Transport> connect_servers(const GlobalOptions& options);
+
+Duration request_timeout(const GlobalOptions& options);
+
+// The Redis key for NAME (prefix + NAME) and its helper keys; NAME must not be empty.
+LockKeys lock_keys(const GlobalOptions& options, const std::string& name);
+
+// Parses a duration option; ALLOW_ZERO false makes 0 a usage error too.
+Duration duration_option(const std::string& text, const char* what, bool allow_zero);
+// A TTL in whole milliseconds, at least 1 ms.
+Duration ttl_option(const std::string& text, const char* what);
+
+// NAME as it may appear in a one-line message: control characters escaped, long names cut.
+std::string printable(const std::string& text);
+
+// Diagnostics on stderr: warnings unless -q, verbose lines with -v.
+void warn(const GlobalOptions& options, const std::string& message);
+void verbose(const GlobalOptions& options, int level, const std::string& message);
+
+// The JSON skeleton every command prints: version, command, name, key.
+Json json_head(const std::string& command, const std::string& name, const std::string& key);
+Json json_servers(const std::vector<ServerReport>& servers);
+Json json_quorum(const Tally& tally);
+double json_ms(Duration d);
+// Prints OBJECT on stdout as one line. Names and values are bytes; what is not valid UTF-8 is
+// written as U+FFFD, so that a binary name never breaks the output.
+void print_json(const Json& object);
+
+// The default --owner: user@host:pid, plus the CI job when a known CI variable is set.
+std::string default_owner();
+
+}  // namespace redlock::cli

@@ -1,0 +1,56 @@
+#include <CLI/CLI.hpp>
+#include <cstdio>
+
+#include "commands.hpp"
+#include "error.hpp"
+#include "exit_codes.hpp"
+
+namespace redlock::cli {
+
+namespace {
+
+struct ExtendOptions {
+  std::string name;
+  std::string token;
+  std::string ttl = "30s";
+};
+
+int run_extend(const ExtendOptions& o, const GlobalOptions& global) {
+  LockKeys keys = lock_keys(global, o.name);
+  if (o.token.empty()) usage_error("extend needs --token TOKEN (or REDLOCK_TOKEN)");
+  Duration ttl = ttl_option(o.ttl, "--ttl");
+  auto transport = connect_servers(global);
+  Redlock redlock(*transport, request_timeout(global));
+  ExtendResult r = redlock.extend(keys, o.token, ttl, 0.01);
+
+  if (global.json) {
+    Json j = json_head("extend", o.name, keys.lock);
+    j["extended"] = r.extended;
+    if (!r.extended) j["reason"] = r.no_quorum ? "no_quorum" : "not_held";
+    j["ttl_ms"] = std::chrono::duration_cast<std::chrono::milliseconds>(ttl).count();
+    j["validity_ms"] = r.extended ? json_ms(r.validity) : 0.0;
+    j["elapsed_ms"] = json_ms(r.elapsed);
+    j["quorum"] = json_quorum(r.tally);
+    if (!r.message.empty()) j["message"] = r.message;
+    j["servers"] = json_servers(r.servers);
+    print_json(j);
+  } else if (!r.extended) {
+    std::fprintf(stderr, "redlock: %s%s: %s\n", r.no_quorum ? "error: " : "", printable(o.name).c_str(),
+                 r.message.c_str());
+  }
+  if (r.extended) return exit_code::kOk;
+  return r.no_quorum ? exit_code::kNoQuorum : exit_code::kNotHeld;
+}
+
+}  // namespace
+
+void setup_extend(CLI::App& app, const GlobalOptions& global, Action& action) {
+  auto o = std::make_shared<ExtendOptions>();
+  auto* sub = app.add_subcommand("extend", "reset the expiry of a lock held with TOKEN");
+  sub->add_option("NAME", o->name, "the lock's name")->required();
+  sub->add_option("--token", o->token, "the token the lock is held with")->envname("REDLOCK_TOKEN");
+  sub->add_option("--ttl", o->ttl, "new expiry")->type_name("DUR")->envname("REDLOCK_TTL")->capture_default_str();
+  sub->callback([o, &global, &action] { action = [o, &global] { return run_extend(*o, global); }; });
+}
+
+}  // namespace redlock::cli

@@ -1,0 +1,61 @@
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <cstdlib>
+
+#include "commands.hpp"
+#include "error.hpp"
+#include "exit_codes.hpp"
+
+namespace redlock::cli {
+
+namespace {
+
+struct ReleaseOptions {
+  std::string name;
+  std::string token;
+  bool force = false;
+};
+
+int run_release(const ReleaseOptions& o, const GlobalOptions& global) {
+  LockKeys keys = lock_keys(global, o.name);
+  std::string token = o.token;
+  // REDLOCK_TOKEN stands in for --token, but never turns a --force into a usage error.
+  if (token.empty() && !o.force) {
+    if (const char* env = std::getenv("REDLOCK_TOKEN")) token = env;
+  }
+  if (o.force == !token.empty()) usage_error("release needs exactly one of --token TOKEN and --force");
+  auto transport = connect_servers(global);
+  Redlock redlock(*transport, request_timeout(global));
+  ReleaseResult r = redlock.release(keys, token, o.force);
+
+  if (global.json) {
+    Json j = json_head("release", o.name, keys.lock);
+    j["released"] = r.released;
+    if (!r.released) j["reason"] = r.no_quorum ? "no_quorum" : "not_held";
+    j["deleted"] = r.deleted;
+    j["forced"] = o.force;
+    j["elapsed_ms"] = json_ms(r.elapsed);
+    j["quorum"] = json_quorum(r.tally);
+    if (!r.message.empty()) j["message"] = r.message;
+    j["servers"] = json_servers(r.servers);
+    print_json(j);
+  } else if (!r.released) {
+    std::fprintf(stderr, "redlock: %s%s: %s\n", r.no_quorum ? "error: " : "", printable(o.name).c_str(),
+                 r.message.c_str());
+  }
+  if (r.released) return exit_code::kOk;
+  return r.no_quorum ? exit_code::kNoQuorum : exit_code::kNotHeld;
+}
+
+}  // namespace
+
+void setup_release(CLI::App& app, const GlobalOptions& global, Action& action) {
+  auto o = std::make_shared<ReleaseOptions>();
+  auto* sub = app.add_subcommand("release", "delete the lock if it holds TOKEN (or whatever it holds, --force)");
+  sub->add_option("NAME", o->name, "the lock's name")->required();
+  sub->add_option("--token", o->token, "the token the lock is held with (else REDLOCK_TOKEN)");
+  sub->add_flag("--force", o->force, "delete the lock whoever holds it")->envname("REDLOCK_FORCE");
+  sub->callback([o, &global, &action] { action = [o, &global] { return run_release(*o, global); }; });
+}
+
+}  // namespace redlock::cli

@@ -1,0 +1,385 @@
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "commands.hpp"
+#include "duration.hpp"
+#include "error.hpp"
+#include "exit_codes.hpp"
+#include "lease.hpp"
+#include "signals.hpp"
+#include "supervisor.hpp"
+
+namespace redlock::cli {
+
+namespace {
+
+struct RunOptions {
+  AcquireOptions acquire;
+  std::string command;
+  std::vector<std::string> argv;
+  std::string renew;
+  std::string signal = "TERM";
+  std::string kill_after = "5s";
+  bool kill_after_given = false;
+  int lost_exit_code = exit_code::kLost;
+  std::string report;
+  std::string min_hold;
+  std::string max_hold;
+};
+
+// What the options come to, checked before anything touches a server.
+struct RunPlan {
+  AcquirePlan acquire;
+  std::vector<std::string> argv;
+  Duration renew{};
+  int signal = SIGTERM;
+  Duration kill_after{};
+  std::optional<Duration> min_hold;
+  std::optional<Duration> max_hold;
+};
+
+const std::vector<int> kForwarded = {SIGHUP, SIGINT, SIGQUIT, SIGUSR1, SIGUSR2, SIGTERM};
+const std::vector<int> kStopWaiting = {SIGHUP, SIGINT, SIGTERM};
+
+RunPlan plan_run(const RunOptions& o, const GlobalOptions& global) {
+  RunPlan plan;
+  plan.acquire = plan_acquire(o.acquire, global);
+  if (!o.command.empty() && !o.argv.empty()) usage_error("give either -c STR or -- CMD [ARG...], not both");
+  if (!o.command.empty()) {
+    const char* shell = std::getenv("SHELL");
+    plan.argv = {shell && *shell ? shell : "/bin/sh", "-c", o.command};
+  } else if (!o.argv.empty()) {
+    plan.argv = o.argv;
+  } else {
+    usage_error("run needs a command: -- CMD [ARG...] or -c 'SHELL COMMAND'");
+  }
+  const Duration ttl = plan.acquire.spec.ttl;
+  plan.renew = o.renew.empty() ? ttl / 3 : duration_option(o.renew, "--renew", false);
+  if (plan.renew >= ttl) usage_error("--renew " + o.renew + " must be shorter than --ttl " + o.acquire.ttl);
+  plan.signal = parse_signal(o.signal, "--signal");
+  plan.kill_after = duration_option(o.kill_after, "--kill-after", true);
+  if (plan.kill_after > ttl / 3) {
+    // The child must be dead before the validity can run out: TERM, grace, KILL all fit in a third.
+    if (o.kill_after_given) {
+      warn(global, "--kill-after " + o.kill_after + " is longer than a third of --ttl " + o.acquire.ttl +
+                       "; using " + format_duration(ttl / 3));
+    }
+    plan.kill_after = ttl / 3;
+  }
+  if (!o.min_hold.empty()) plan.min_hold = duration_option(o.min_hold, "--min-hold", false);
+  if (!o.max_hold.empty()) plan.max_hold = duration_option(o.max_hold, "--max-hold", false);
+  return plan;
+}
+
+// Written with mode 0600 (it carries the token), replacing FILE as a whole.
+void write_report(const std::string& path, const Json& report) {
+  if (path.empty()) return;
+  std::string text = report.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n";
+  std::string tmp = path + ".tmp." + std::to_string(getpid());
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  bool ok = fd >= 0 && ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  if (fd >= 0) ok = ::close(fd) == 0 && ok;
+  if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0) {
+    ::unlink(tmp.c_str());
+    std::fprintf(stderr, "redlock: warning: --report '%s': %s\n", path.c_str(), std::strerror(errno));
+  }
+}
+
+// Time left before the child must be dead, so that nothing runs on once the validity can be over.
+Duration kill_margin(Duration ttl) {
+  return std::clamp<Duration>(ttl / 20, std::chrono::milliseconds(10), std::chrono::milliseconds(100));
+}
+
+class Runner {
+ public:
+  Runner(const RunOptions& o, const GlobalOptions& global, Json& report)
+      : o_(o), global_(global), report_(report) {}
+
+  int run() {
+    plan_ = plan_run(o_, global_);
+    report_["key"] = plan_.acquire.spec.keys.lock;
+    transport_ = connect_servers(global_);
+    redlock_ = std::make_unique<Redlock>(*transport_, request_timeout(global_));
+    signals_ = std::make_unique<SignalCatcher>(std::vector<int>{SIGHUP, SIGINT, SIGQUIT, SIGUSR1, SIGUSR2, SIGTERM, SIGCHLD});
+    transport_->set_wait_sigmask(&signals_->wait_mask());
+    if (plan_.acquire.nested) return run_nested();
+    return run_locked();
+  }
+
+ private:
+  int finish(const std::string& outcome, int status) {
+    report_["outcome"] = outcome;
+    report_["exit_status"] = status;
+    transport_->flush(Clock::now() + request_timeout(global_));
+    return status;
+  }
+
+  int run_locked() {
+    AcquirePlan& ap = plan_.acquire;
+    ap.wait.interrupted = [this] { return signals_->pending(kStopWaiting); };
+    AcquireResult acq = redlock_->acquire(ap.spec, ap.wait);
+    report_["acquired"] = acq.outcome == AcquireOutcome::Acquired;
+    report_["token"] = nullptr;
+    report_["fence"] = nullptr;
+    report_["ttl_ms"] = std::chrono::duration_cast<std::chrono::milliseconds>(ap.spec.ttl).count();
+    report_["attempts"] = acq.attempts;
+    report_["wait_ms"] = json_ms(acq.elapsed);
+    report_["quorum"] = json_quorum(acq.tally);
+    report_["held_ms"] = 0;
+    report_["renewals"] = 0;
+    report_["child_exit"] = nullptr;
+    report_["signal"] = nullptr;
+
+    int stopped_by = signals_->first_caught(kStopWaiting);
+    if (acq.outcome == AcquireOutcome::Acquired && stopped_by) {
+      redlock_->release(ap.spec.keys, ap.spec.token, false);
+      acq.outcome = AcquireOutcome::Interrupted;
+    }
+    switch (acq.outcome) {
+      case AcquireOutcome::Acquired: break;
+      case AcquireOutcome::Busy:
+      case AcquireOutcome::TimedOut:
+        if (!global_.quiet) std::fprintf(stderr, "redlock: %s: busy: %s\n", printable(o_.acquire.name).c_str(), acq.message.c_str());
+        report_["reason"] = outcome_name(acq.outcome);
+        report_["message"] = acq.message;
+        return finish("busy", o_.acquire.conflict_exit_code);
+      case AcquireOutcome::NoQuorum:
+        std::fprintf(stderr, "redlock: error: %s: no quorum: %s\n", printable(o_.acquire.name).c_str(), acq.message.c_str());
+        report_["message"] = acq.message;
+        report_["servers"] = json_servers(acq.servers);
+        return finish("no_quorum", exit_code::kNoQuorum);
+      case AcquireOutcome::Interrupted:
+        report_["signal"] = signal_name(stopped_by ? stopped_by : SIGTERM);
+        return finish("interrupted", 128 + (stopped_by ? stopped_by : SIGTERM));
+    }
+    report_["token"] = acq.token;
+    report_["fence"] = acq.fence;
+    verbose(global_, 1, "acquired " + printable(o_.acquire.name) + ", fence " + std::to_string(acq.fence));
+
+    ChildSpec spec;
+    spec.argv = plan_.argv;
+    spec.set_env = {{"REDLOCK_NAME", o_.acquire.name},
+                    {"REDLOCK_KEY", ap.spec.keys.lock},
+                    {"REDLOCK_TOKEN", acq.token},
+                    {"REDLOCK_FENCE", std::to_string(acq.fence)},
+                    {"REDLOCK_TTL_MS", std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(ap.spec.ttl).count())}};
+    spec.unset_env = {"REDLOCK_PASSWORD"};
+    spec.own_group = !isatty(STDIN_FILENO);
+    Child child(spec, *signals_);
+    if (child.exec_errno()) return exec_failed(child, acq);
+
+    Lease lease(*transport_, ap.spec.keys, acq.token, ap.spec.ttl, ap.spec.drift, acq.valid_until, plan_.renew);
+    std::string lost = supervise(child, lease, acq);
+    report_["renewals"] = lease.renewals();
+    report_["held_ms"] = json_ms(Clock::now() - acq.taken_at);
+    if (auto code = child.exit_code()) report_["child_exit"] = *code;
+    if (auto sig = child.term_signal()) report_["signal"] = signal_name(*sig);
+
+    if (!lost.empty()) {
+      // Ours or not, a compare-and-delete touches only our token.
+      redlock_->release(ap.spec.keys, acq.token, false);
+      std::fprintf(stderr, "redlock: error: %s: lock lost while the command ran: %s\n",
+                   printable(o_.acquire.name).c_str(), lost.c_str());
+      report_["message"] = lost;
+      return finish("lost", o_.lost_exit_code);
+    }
+    let_go(acq);
+    return finish(child.term_signal() ? "child_signaled" : "child_exited", child.exit_status());
+  }
+
+  // The single wait loop: child exit, signals to forward, renewals and the local deadlines.
+  // Returns why the lock was lost, empty when it was kept to the end.
+  std::string supervise(Child& child, Lease& lease, const AcquireResult& acq) {
+    const Duration margin = kill_margin(plan_.acquire.spec.ttl);
+    const TimePoint max_hold_at = plan_.max_hold ? acq.taken_at + *plan_.max_hold : kNever;
+    std::string lost;
+    TimePoint kill_at = kNever;
+    bool killed = false;
+    for (;;) {
+      for (const auto& caught : signals_->take()) {
+        if (caught.sig == SIGCHLD) continue;
+        // A signal from the terminal already reached the child when it shares our group.
+        if (caught.from_terminal && child.shares_our_group()) continue;
+        child.signal_group(caught.sig);
+      }
+      if (child.reap()) return lost;
+
+      switch (lease.poll()) {
+        case Lease::Event::Renewed:
+          verbose(global_, 2, "renewed, valid for " + format_duration(lease.valid_until() - Clock::now()));
+          break;
+        case Lease::Event::Failed:
+          verbose(global_, 1, "renewal failed: " + lease.last_error());
+          break;
+        case Lease::Event::Gone:
+          if (lost.empty()) lost = "a quorum no longer holds our token (" + lease.last_error() + ")";
+          break;
+        case Lease::Event::None: break;
+      }
+      TimePoint now = Clock::now();
+      const TimePoint signal_at = lease.valid_until() - plan_.kill_after - margin;
+      if (lost.empty() && now >= max_hold_at) lost = "--max-hold " + o_.max_hold + " reached";
+      if (lost.empty() && now >= signal_at) {
+        lost = "no renewal succeeded in time (" + (lease.last_error().empty() ? "servers slow" : lease.last_error()) + ")";
+      }
+      if (!lost.empty() && kill_at == kNever) {
+        verbose(global_, 1, "lost: sending " + signal_name(plan_.signal) + " to the command");
+        child.signal_group(plan_.signal);
+        kill_at = std::min(now + plan_.kill_after, lease.valid_until() - margin);
+      }
+      if (!killed && now >= kill_at) {
+        child.signal_group(SIGKILL);
+        killed = true;
+      }
+      if (lost.empty() && !lease.renewing() && now >= lease.next_renewal()) lease.start_renewal();
+
+      TimePoint wake = killed ? kNever : kill_at;
+      if (lost.empty()) wake = std::min({wake, lease.next_renewal(), signal_at, max_hold_at});
+      transport_->run_until(
+          [&] { return signals_->any() || (lease.renewing() && lease.decided()); }, wake);
+    }
+  }
+
+  // After CMD ended with the lock kept: keep it until --min-hold is over, else release it.
+  void let_go(const AcquireResult& acq) {
+    const AcquirePlan& ap = plan_.acquire;
+    TimePoint now = Clock::now();
+    if (plan_.min_hold && acq.taken_at + *plan_.min_hold > now) {
+      auto remaining = std::chrono::ceil<std::chrono::milliseconds>(acq.taken_at + *plan_.min_hold - now);
+      ExtendResult r = redlock_->extend(ap.spec.keys, acq.token, remaining, ap.spec.drift);
+      report_["min_hold_ms"] = remaining.count();
+      report_["released"] = false;
+      if (!r.extended) {
+        warn(global_, printable(o_.acquire.name) + ": could not keep the lock for --min-hold: " + r.message);
+        report_["release_error"] = r.message;
+      }
+      return;
+    }
+    ReleaseResult r = redlock_->release(ap.spec.keys, acq.token, false);
+    report_["released"] = r.released;
+    if (!r.released) {
+      warn(global_, printable(o_.acquire.name) + ": release failed: " + r.message);
+      report_["release_error"] = r.message;
+    }
+  }
+
+  int exec_failed(const Child& child, const AcquireResult& acq) {
+    redlock_->release(plan_.acquire.spec.keys, acq.token, false);
+    int status = child.exec_errno() == ENOENT ? exit_code::kNotFound : exit_code::kCannotExecute;
+    std::string message = plan_.argv[0] + ": " + (status == exit_code::kNotFound ? "command not found" : std::strerror(child.exec_errno()));
+    std::fprintf(stderr, "redlock: error: %s\n", message.c_str());
+    report_["message"] = message;
+    report_["child_exit"] = status;
+    return finish("error", status);
+  }
+
+  // Inside a `run` child on the same NAME: the enclosing run holds and renews the lock.
+  int run_nested() {
+    StatusResult s = check_nested(*redlock_, plan_.acquire);
+    report_["nested"] = true;
+    report_["token"] = plan_.acquire.spec.token;
+    const char* fence = std::getenv("REDLOCK_FENCE");
+    report_["fence"] = fence && *fence ? Json(std::atoll(fence)) : Json(nullptr);
+    if (s.no_quorum) return finish("no_quorum", exit_code::kNoQuorum);
+    if (s.state != LockState::Held) {
+      std::fprintf(stderr, "redlock: error: %s: the enclosing run no longer holds the lock\n",
+                   printable(o_.acquire.name).c_str());
+      return finish("lost", o_.lost_exit_code);
+    }
+    ChildSpec spec;
+    spec.argv = plan_.argv;
+    spec.unset_env = {"REDLOCK_PASSWORD"};
+    spec.own_group = !isatty(STDIN_FILENO);
+    Child child(spec, *signals_);
+    if (child.exec_errno()) {
+      int status = child.exec_errno() == ENOENT ? exit_code::kNotFound : exit_code::kCannotExecute;
+      std::fprintf(stderr, "redlock: error: %s: %s\n", plan_.argv[0].c_str(),
+                   status == exit_code::kNotFound ? "command not found" : std::strerror(child.exec_errno()));
+      return finish("error", status);
+    }
+    while (!child.reap()) {
+      for (const auto& caught : signals_->take()) {
+        if (caught.sig == SIGCHLD || (caught.from_terminal && child.shares_our_group())) continue;
+        child.signal_group(caught.sig);
+      }
+      transport_->run_until([&] { return signals_->any(); }, kNever);
+    }
+    if (auto code = child.exit_code()) report_["child_exit"] = *code;
+    if (auto sig = child.term_signal()) report_["signal"] = signal_name(*sig);
+    return finish(child.term_signal() ? "child_signaled" : "child_exited", child.exit_status());
+  }
+
+  const RunOptions& o_;
+  const GlobalOptions& global_;
+  Json& report_;
+  RunPlan plan_;
+  std::unique_ptr<Transport> transport_;
+  std::unique_ptr<Redlock> redlock_;
+  std::unique_ptr<SignalCatcher> signals_;
+};
+
+int run_run(const RunOptions& o, const GlobalOptions& global) {
+  Json report = json_head("run", o.acquire.name, global.prefix + o.acquire.name);
+  int status;
+  try {
+    Runner runner(o, global, report);
+    status = runner.run();
+  } catch (const Error& e) {
+    report["outcome"] = "error";
+    report["error"] = {{"code", e.kind() == ErrorKind::Usage ? exit_code::kUsage
+                                : e.kind() == ErrorKind::Config ? exit_code::kConfig
+                                                                : exit_code::kInternal},
+                       {"message", e.what()}};
+    write_report(o.report, report);
+    throw;
+  }
+  write_report(o.report, report);
+  if (global.json) print_json(report);
+  return status;
+}
+
+}  // namespace
+
+void setup_run(CLI::App& app, const GlobalOptions& global, Action& action) {
+  auto o = std::make_shared<RunOptions>();
+  auto* sub = app.add_subcommand("run", "hold the lock for exactly as long as a command runs");
+  add_acquire_options(*sub, o->acquire);
+  sub->add_option("CMD", o->argv, "the command and its arguments (after --)");
+  sub->add_option("-c,--command", o->command, "run STR with $SHELL -c (default /bin/sh)")
+      ->type_name("STR")
+      ->envname("REDLOCK_COMMAND");
+  sub->add_option("--renew", o->renew, "renewal interval (default TTL/3)")->type_name("DUR")->envname("REDLOCK_RENEW");
+  sub->add_option("--signal", o->signal, "sent to the command's process group when the lock is lost")
+      ->type_name("SIG")
+      ->envname("REDLOCK_SIGNAL")
+      ->capture_default_str();
+  auto* kill_after = sub->add_option("-k,--kill-after", o->kill_after, "then SIGKILL if still running")
+                         ->type_name("DUR")
+                         ->envname("REDLOCK_KILL_AFTER")
+                         ->capture_default_str();
+  sub->add_option("--lost-exit-code", o->lost_exit_code, "exit status when the lock was lost")
+      ->type_name("N")
+      ->envname("REDLOCK_LOST_EXIT_CODE")
+      ->check(CLI::Range(0, 255))
+      ->capture_default_str();
+  sub->add_option("--report", o->report, "write one JSON object there at exit")
+      ->type_name("FILE")
+      ->envname("REDLOCK_REPORT");
+  sub->add_option("--min-hold", o->min_hold, "keep the lock at least DUR after it was taken")
+      ->type_name("DUR")
+      ->envname("REDLOCK_MIN_HOLD");
+  sub->add_option("--max-hold", o->max_hold, "stop renewing after DUR and treat the lock as lost")
+      ->type_name("DUR")
+      ->envname("REDLOCK_MAX_HOLD");
+  sub->callback([o, kill_after, &global, &action] {
+    o->kill_after_given = kill_after->count() > 0 || std::getenv("REDLOCK_KILL_AFTER");
+    action = [o, &global] { return run_run(*o, global); };
+  });
+}
+
+}  // namespace redlock::cli

@@ -1,0 +1,96 @@
+#include "signals.hpp"
+
+#include <csignal>
+
+namespace redlock::cli {
+
+namespace {
+
+volatile sig_atomic_t g_caught[NSIG];
+volatile sig_atomic_t g_from_kernel[NSIG];
+// Which signal arrived first (for the exit status 128+N when a wait is stopped).
+volatile sig_atomic_t g_first = 0;
+
+struct sigaction g_original_sigpipe;
+bool g_sigpipe_ignored = false;
+
+void on_signal(int sig, siginfo_t* info, void*) {
+  g_caught[sig] = 1;
+  g_from_kernel[sig] = info && info->si_code == SI_KERNEL;
+  if (g_first == 0) g_first = sig;
+}
+
+}  // namespace
+
+void ignore_sigpipe() {
+  struct sigaction sa {};
+  sa.sa_handler = SIG_IGN;
+  sigemptyset(&sa.sa_mask);
+  g_sigpipe_ignored = sigaction(SIGPIPE, &sa, &g_original_sigpipe) == 0;
+}
+
+SignalCatcher::SignalCatcher(const std::vector<int>& signals) : signals_(signals) {
+  sigset_t block;
+  sigemptyset(&block);
+  for (int s : signals_) sigaddset(&block, s);
+  sigprocmask(SIG_BLOCK, &block, &original_mask_);
+  saved_.resize(signals_.size());
+  for (std::size_t i = 0; i < signals_.size(); ++i) {
+    g_caught[signals_[i]] = 0;
+    struct sigaction sa {};
+    sa.sa_sigaction = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_SIGINFO;  // and no SA_RESTART: ppoll must return EINTR
+    sigaction(signals_[i], &sa, &saved_[i]);
+  }
+  g_first = 0;
+}
+
+SignalCatcher::~SignalCatcher() {
+  for (std::size_t i = 0; i < signals_.size(); ++i) sigaction(signals_[i], &saved_[i], nullptr);
+  sigprocmask(SIG_SETMASK, &original_mask_, nullptr);
+}
+
+void SignalCatcher::restore_in_child() const {
+  for (std::size_t i = 0; i < signals_.size(); ++i) sigaction(signals_[i], &saved_[i], nullptr);
+  if (g_sigpipe_ignored) sigaction(SIGPIPE, &g_original_sigpipe, nullptr);
+  sigprocmask(SIG_SETMASK, &original_mask_, nullptr);
+}
+
+bool SignalCatcher::any() const {
+  for (int s : signals_) {
+    if (g_caught[s]) return true;
+  }
+  return false;
+}
+
+std::vector<SignalCatcher::Caught> SignalCatcher::take() {
+  std::vector<Caught> out;
+  for (int s : signals_) {
+    if (g_caught[s]) {
+      g_caught[s] = 0;
+      out.push_back({s, g_from_kernel[s] != 0});
+    }
+  }
+  return out;
+}
+
+bool SignalCatcher::pending(const std::vector<int>& signals) const {
+  for (int s : signals) {
+    if (g_caught[s]) return true;
+  }
+  return false;
+}
+
+int SignalCatcher::first_caught(const std::vector<int>& signals) const {
+  int first = g_first;
+  for (int s : signals) {
+    if (s == first) return s;
+  }
+  for (int s : signals) {
+    if (g_caught[s]) return s;
+  }
+  return 0;
+}
+
+}  // namespace redlock::cli

@@ -1,0 +1,50 @@
+// Signals handled the ninja way: blocked all the time, unblocked only while the event loop waits in
+// ppoll(), where a handler that does nothing but count them runs. The loop then sees them as data.
+#pragma once
+
+#include <signal.h>
+
+#include <vector>
+
+namespace redlock::cli {
+
+// Ignores SIGPIPE for the whole process (a TLS write to a closed socket must fail, not kill us);
+// the child of `run` gets the original disposition back.
+void ignore_sigpipe();
+
+class SignalCatcher {
+ public:
+  explicit SignalCatcher(const std::vector<int>& signals);
+  ~SignalCatcher();  // restores the dispositions and the mask
+  SignalCatcher(const SignalCatcher&) = delete;
+  SignalCatcher& operator=(const SignalCatcher&) = delete;
+
+  // The mask to wait with: the one we started with, so our signals get through.
+  const sigset_t& wait_mask() const { return original_mask_; }
+  // The mask and dispositions a child must start with (as they were before us).
+  const sigset_t& original_mask() const { return original_mask_; }
+
+  struct Caught {
+    int sig;
+    bool from_terminal;  // sent by the kernel (the terminal's ^C, ^\), so the whole foreground group got it
+  };
+  // The signals caught since the last call (each at most once per call, lowest number first).
+  std::vector<Caught> take();
+  // Whether any of SIGNALS was caught and not yet taken.
+  bool pending(const std::vector<int>& signals) const;
+  // The first caught signal of SIGNALS, 0 when none.
+  int first_caught(const std::vector<int>& signals) const;
+  // Whether any signal is waiting to be taken.
+  bool any() const;
+
+  // In a freshly forked child, before exec: the dispositions and mask as they were before us.
+  // Async-signal-safe.
+  void restore_in_child() const;
+
+ private:
+  std::vector<int> signals_;
+  std::vector<struct sigaction> saved_;
+  sigset_t original_mask_{};
+};
+
+}  // namespace redlock::cli

@@ -1,0 +1,106 @@
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <ctime>
+
+#include "commands.hpp"
+#include "duration.hpp"
+#include "exit_codes.hpp"
+
+namespace redlock::cli {
+
+namespace {
+
+struct StatusOptions {
+  std::string name;
+};
+
+std::string ttl_text(std::int64_t ttl_ms) {
+  if (ttl_ms == -1) return "no expiry";
+  if (ttl_ms < 0) return "-";
+  return format_duration(std::chrono::milliseconds(ttl_ms));
+}
+
+std::string wall_time(std::int64_t unix_ms) {
+  std::time_t t = static_cast<std::time_t>(unix_ms / 1000);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+void print_table(const StatusOptions& o, const StatusResult& r) {
+  std::printf("lock   %s\n", printable(o.name).c_str());
+  if (r.state == LockState::Held) {
+    std::printf("state  held on %zu of %zu servers, %s left\n", static_cast<std::size_t>(
+                    std::count_if(r.servers.begin(), r.servers.end(), [&](const ServerReport& s) { return s.value == r.token; })),
+                r.tally.total, ttl_text(r.ttl_ms).c_str());
+    std::printf("token  %s\n", printable(*r.token).c_str());
+    if (r.owner) {
+      std::printf("owner  %s%s\n", printable(*r.owner).c_str(),
+                  r.since_unix_ms ? (", since " + wall_time(*r.since_unix_ms)).c_str() : "");
+    }
+  } else {
+    std::printf("state  %s\n", std::string(state_name(r.state)).c_str());
+  }
+  if (r.fence > 0) std::printf("fence  %lld (last issued)\n", static_cast<long long>(r.fence));
+  std::size_t width = 6;
+  for (const auto& s : r.servers) width = std::max(width, s.server.size());
+  std::printf("\n%-*s  %-8s  %-10s  %s\n", static_cast<int>(width), "SERVER", "STATE", "TTL", "VALUE");
+  for (const auto& s : r.servers) {
+    std::string value = s.value ? printable(*s.value) : s.error.empty() ? "" : s.error;
+    std::printf("%-*s  %-8s  %-10s  %s\n", static_cast<int>(width), s.server.c_str(), s.result.c_str(),
+                s.ok ? ttl_text(s.ttl_ms).c_str() : "-", value.c_str());
+  }
+}
+
+int run_status(const StatusOptions& o, const GlobalOptions& global) {
+  LockKeys keys = lock_keys(global, o.name);
+  auto transport = connect_servers(global);
+  Redlock redlock(*transport, request_timeout(global));
+  StatusResult r = redlock.status(keys);
+
+  if (global.json) {
+    Json j = json_head("status", o.name, keys.lock);
+    j["state"] = state_name(r.state);
+    j["token"] = r.token ? Json(*r.token) : Json(nullptr);
+    j["ttl_ms"] = r.state == LockState::Held ? Json(r.ttl_ms) : Json(nullptr);
+    j["owner"] = r.owner ? Json(*r.owner) : Json(nullptr);
+    j["since"] = r.since_unix_ms ? Json(wall_time(*r.since_unix_ms)) : Json(nullptr);
+    j["fence"] = r.fence;
+    j["elapsed_ms"] = json_ms(r.elapsed);
+    j["quorum"] = json_quorum(r.tally);
+    if (r.no_quorum) j["reason"] = "no_quorum";
+    auto servers = json_servers(r.servers);
+    for (std::size_t i = 0; i < r.servers.size(); ++i) {
+      const auto& s = r.servers[i];
+      servers[i]["type"] = s.ok ? Json(s.type) : Json(nullptr);
+      servers[i]["value"] = s.value ? Json(*s.value) : Json(nullptr);
+      servers[i]["ttl_ms"] = s.ok && s.ttl_ms != -2 ? Json(s.ttl_ms) : Json(nullptr);
+      servers[i]["owner"] = s.owner ? Json(*s.owner) : Json(nullptr);
+    }
+    j["servers"] = servers;
+    print_json(j);
+  } else {
+    print_table(o, r);
+  }
+  if (r.no_quorum) {
+    if (!global.json) {
+      std::fprintf(stderr, "redlock: error: %s: only %zu of %zu servers answered\n", printable(o.name).c_str(),
+                   r.tally.yes, r.tally.total);
+    }
+    return exit_code::kNoQuorum;
+  }
+  return r.state == LockState::Held ? exit_code::kOk : exit_code::kNotHeld;
+}
+
+}  // namespace
+
+void setup_status(CLI::App& app, const GlobalOptions& global, Action& action) {
+  auto o = std::make_shared<StatusOptions>();
+  auto* sub = app.add_subcommand("status", "show who holds the lock on each server");
+  sub->add_option("NAME", o->name, "the lock's name")->required();
+  sub->callback([o, &global, &action] { action = [o, &global] { return run_status(*o, global); }; });
+}
+
+}  // namespace redlock::cli

@@ -1,0 +1,214 @@
+#include "supervisor.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <set>
+
+#include "error.hpp"
+
+extern char** environ;
+
+namespace redlock::cli {
+
+namespace {
+
+struct SignalName {
+  const char* name;
+  int number;
+};
+constexpr SignalName kSignals[] = {
+    {"HUP", SIGHUP},   {"INT", SIGINT},   {"QUIT", SIGQUIT}, {"KILL", SIGKILL}, {"USR1", SIGUSR1},
+    {"USR2", SIGUSR2}, {"TERM", SIGTERM}, {"ALRM", SIGALRM}, {"CONT", SIGCONT}, {"STOP", SIGSTOP},
+    {"ABRT", SIGABRT}, {"PIPE", SIGPIPE}, {"WINCH", SIGWINCH},
+};
+
+// The processes of group PGID that descend from ROOT (ROOT included), read from /proc: the child and
+// what it started, but not the other members of a shell pipeline that share our group.
+std::vector<pid_t> descendants_in_group(pid_t pgid, pid_t root) {
+  std::map<pid_t, pid_t> parent_of;
+  DIR* dir = opendir("/proc");
+  if (!dir) return {};
+  pid_t self = getpid();
+  while (dirent* e = readdir(dir)) {
+    char* end = nullptr;
+    long pid = std::strtol(e->d_name, &end, 10);
+    if (*end != '\0' || pid <= 0 || pid == self) continue;
+    std::ifstream stat("/proc/" + std::string(e->d_name) + "/stat");
+    std::string line;
+    if (!std::getline(stat, line)) continue;
+    auto close = line.rfind(')');  // the command name may contain spaces and parentheses
+    if (close == std::string::npos) continue;
+    char state = 0;
+    long ppid = 0, group = 0;
+    if (std::sscanf(line.c_str() + close + 1, " %c %ld %ld", &state, &ppid, &group) == 3 && group == pgid) {
+      parent_of[static_cast<pid_t>(pid)] = static_cast<pid_t>(ppid);
+    }
+  }
+  closedir(dir);
+  std::vector<pid_t> out;
+  for (const auto& [pid, ppid] : parent_of) {
+    // Bounded walk up the tree, inside the group only.
+    pid_t p = pid;
+    for (int depth = 0; depth < 64 && p != root; ++depth) {
+      auto it = parent_of.find(p);
+      if (it == parent_of.end()) break;
+      p = it->second;
+    }
+    if (p == root) out.push_back(pid);
+  }
+  return out;
+}
+
+}  // namespace
+
+int parse_signal(const std::string& text, const char* what) {
+  std::string t = text;
+  for (char& c : t) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  if (t.rfind("SIG", 0) == 0) t = t.substr(3);
+  for (const auto& s : kSignals) {
+    if (t == s.name) return s.number;
+  }
+  char* end = nullptr;
+  long n = std::strtol(t.c_str(), &end, 10);
+  if (!t.empty() && *end == '\0' && n > 0 && n < NSIG) return static_cast<int>(n);
+  usage_error(std::string(what) + ": unknown signal '" + text + "'");
+}
+
+std::string signal_name(int sig) {
+  for (const auto& s : kSignals) {
+    if (s.number == sig) return std::string("SIG") + s.name;
+  }
+  return "signal " + std::to_string(sig);
+}
+
+Child::Child(const ChildSpec& spec, const SignalCatcher& signals) : own_group_(spec.own_group) {
+  // Everything the child needs is prepared before fork: after it, only async-signal-safe calls.
+  std::vector<std::string> env_strings;
+  std::set<std::string> drop(spec.unset_env.begin(), spec.unset_env.end());
+  for (const auto& [k, v] : spec.set_env) drop.insert(k);
+  for (char** e = environ; *e; ++e) {
+    std::string entry = *e;
+    if (drop.count(entry.substr(0, entry.find('=')))) continue;
+    env_strings.push_back(std::move(entry));
+  }
+  for (const auto& [k, v] : spec.set_env) env_strings.push_back(k + "=" + v);
+  std::vector<char*> envp;
+  for (auto& s : env_strings) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> argv_strings = spec.argv;
+  std::vector<char*> argv;
+  for (auto& s : argv_strings) argv.push_back(s.data());
+  argv.push_back(nullptr);
+  // PATH search as execvp does it, with the child's environment's PATH.
+  const char* path_env = std::getenv("PATH");
+  std::string path = path_env ? path_env : "/usr/local/bin:/usr/bin:/bin";
+  std::vector<std::string> candidates;
+  if (argv_strings[0].find('/') != std::string::npos) {
+    candidates.push_back(argv_strings[0]);
+  } else {
+    std::size_t start = 0;
+    for (;;) {
+      auto colon = path.find(':', start);
+      std::string dir = path.substr(start, colon == std::string::npos ? std::string::npos : colon - start);
+      candidates.push_back((dir.empty() ? "." : dir) + "/" + argv_strings[0]);
+      if (colon == std::string::npos) break;
+      start = colon + 1;
+    }
+  }
+
+  int report[2];
+  if (pipe2(report, O_CLOEXEC) != 0) throw Error(ErrorKind::Internal, std::string("pipe: ") + std::strerror(errno));
+  pid_t parent = getpid();
+  pid_ = fork();
+  if (pid_ < 0) {
+    int err = errno;
+    ::close(report[0]);
+    ::close(report[1]);
+    throw Error(ErrorKind::Internal, std::string("fork: ") + std::strerror(err));
+  }
+  if (pid_ == 0) {
+    ::close(report[0]);
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(127);  // the parent died before prctl took effect
+    if (spec.own_group) setpgid(0, 0);
+    signals.restore_in_child();
+    int err = ENOENT;
+    for (const auto& c : candidates) {
+      execve(c.c_str(), argv.data(), envp.data());
+      // Keep looking on "not there"; any other failure of a found file is the answer.
+      if (errno != ENOENT && errno != ENOTDIR) {
+        err = errno;
+        if (errno != EACCES) break;
+      }
+    }
+    [[maybe_unused]] auto n = ::write(report[1], &err, sizeof err);
+    _exit(err == ENOENT ? 127 : 126);
+  }
+  ::close(report[1]);
+  if (spec.own_group) setpgid(pid_, pid_);  // also here: no race with an early signal_group()
+  int err = 0;
+  ssize_t n;
+  do {
+    n = ::read(report[0], &err, sizeof err);
+  } while (n < 0 && errno == EINTR);
+  ::close(report[0]);
+  if (n == static_cast<ssize_t>(sizeof err)) {
+    exec_errno_ = err;
+    int status = 0;
+    while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+    }
+    status_ = status;
+  }
+}
+
+void Child::signal_group(int sig) const {
+  if (status_ && exec_errno_) return;
+  if (own_group_) {
+    kill(-pid_, sig);
+    return;
+  }
+  // The child shares our process group: signal it and its descendants one by one, never ourselves.
+  kill(pid_, sig);
+  for (pid_t p : descendants_in_group(getpgrp(), pid_)) {
+    if (p != pid_) kill(p, sig);
+  }
+}
+
+bool Child::reap() {
+  if (status_) return true;
+  int status = 0;
+  pid_t r;
+  do {
+    r = waitpid(pid_, &status, WNOHANG);
+  } while (r < 0 && errno == EINTR);
+  if (r == pid_) status_ = status;
+  return status_.has_value();
+}
+
+std::optional<int> Child::exit_code() const {
+  if (status_ && WIFEXITED(*status_)) return WEXITSTATUS(*status_);
+  return std::nullopt;
+}
+
+std::optional<int> Child::term_signal() const {
+  if (status_ && WIFSIGNALED(*status_)) return WTERMSIG(*status_);
+  return std::nullopt;
+}
+
+int Child::exit_status() const {
+  if (auto code = exit_code()) return *code;
+  if (auto sig = term_signal()) return 128 + *sig;
+  return 0;
+}
+
+}  // namespace redlock::cli

@@ -1,0 +1,14 @@
+# redlock_settings: language level and sanitizer options, linked PRIVATE to our own targets only.
+add_library(redlock_settings INTERFACE)
+target_compile_features(redlock_settings INTERFACE cxx_std_20)
+set(CMAKE_CXX_EXTENSIONS OFF)
+
+if(REDLOCK_SANITIZE)
+  target_compile_options(redlock_settings INTERFACE
+    -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer)
+  target_link_options(redlock_settings INTERFACE -fsanitize=address,undefined)
+endif()
+
+if(REDLOCK_FAULTS)
+  target_compile_definitions(redlock_settings INTERFACE REDLOCK_FAULTS=1)
+endif()

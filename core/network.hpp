@@ -1,0 +1,84 @@
+// The small interface between the lock logic and the network: requests to N servers, each answered
+// once (a reply or a classified failure), and an event loop that runs until the caller has its
+// answer. The real implementation is Transport; unit tests use an in-memory fake.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "clock.hpp"
+#include "resp.hpp"
+#include "scripts.hpp"
+
+namespace redlock {
+
+// Why a server did not answer a request. A failed server is a value, not an exception: the quorum
+// expects some of them.
+enum class Failure {
+  None,
+  Timeout,    // no answer within --timeout (connect included)
+  Connect,    // refused, unreachable, name not resolved
+  Tls,        // handshake or certificate verification failed
+  Auth,       // AUTH or SELECT refused (wrong password, NOPERM, …)
+  Io,         // a read or write failed
+  Closed,     // the server closed the connection
+  Protocol,   // the server does not speak RESP
+  Reply,      // the server answered with an error reply
+  Duplicate,  // the same server (run_id) is configured twice
+};
+
+std::string_view failure_name(Failure f);
+
+struct Result {
+  Failure failure = Failure::None;
+  Reply reply;        // when failure == None
+  std::string error;  // what went wrong, in the server's words where it gave any
+  Duration latency{};
+
+  bool ok() const { return failure == Failure::None; }
+};
+
+// One command: a Lua script (sent as EVALSHA, re-sent as EVAL on NOSCRIPT) or a plain command.
+struct Request {
+  const Script* script = nullptr;
+  std::vector<std::string> argv;  // script: numkeys, keys…, args…; plain: the whole command
+
+  static Request eval(const Script& script, std::vector<std::string> keys, std::vector<std::string> args);
+  static Request command(std::vector<std::string> argv);
+};
+
+using ResultCallback = std::function<void(Result)>;
+using MessageCallback = std::function<void(std::size_t server, std::string_view message)>;
+
+class Network {
+ public:
+  virtual ~Network() = default;
+
+  virtual std::size_t size() const = 0;
+  virtual TimePoint now() const = 0;
+
+  // Sends REQUEST to server SERVER; DONE runs exactly once, from inside run_until(), with the reply
+  // or the failure, no later than the per-request deadline. Requests to one server are answered in
+  // the order they were sent.
+  virtual void send(std::size_t server, Request request, ResultCallback done) = 0;
+
+  // Runs the event loop until DONE() returns true or DEADLINE passes.
+  virtual void run_until(const std::function<bool()>& done, TimePoint deadline) = 0;
+
+  // Waits (up to DEADLINE) until every request sent so far has left this process, so that a
+  // release is on its way even to servers that have not answered yet.
+  virtual void flush(TimePoint deadline) = 0;
+
+  // Subscribes to CHANNEL on every server (kept up, re-subscribed after a reconnect).
+  virtual void subscribe(const std::string& channel, MessageCallback on_message) = 0;
+  // How many servers have confirmed the subscription.
+  virtual std::size_t subscribed() const = 0;
+
+  // The server's URL as it may be printed (password as ***).
+  virtual std::string describe(std::size_t server) const = 0;
+};
+
+}  // namespace redlock

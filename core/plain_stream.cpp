@@ -1,0 +1,249 @@
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstddef>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "fd.hpp"
+#include "stream.hpp"
+
+namespace redlock {
+
+namespace {
+
+struct Address {
+  sockaddr_storage storage{};
+  socklen_t length = 0;
+  int family = AF_UNSPEC;
+};
+
+std::string errno_text(const char* what, int err) { return std::string(what) + ": " + std::strerror(err); }
+
+// Name resolution on a helper thread, so that a slow resolver costs no more than --timeout:
+// the thread signals through a pipe that the event loop polls. The state is shared, so an
+// abandoned lookup simply finishes on its own.
+class Lookup {
+ public:
+  static std::shared_ptr<Lookup> start(const std::string& host, int port) {
+    auto lookup = std::shared_ptr<Lookup>(new Lookup());
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0) return nullptr;
+    lookup->read_end_.reset(fds[0]);
+    lookup->write_end_.reset(fds[1]);
+    std::string service = std::to_string(port);
+    std::thread([lookup, host, service] { lookup->resolve(host, service); }).detach();
+    return lookup;
+  }
+
+  int fd() const { return read_end_.get(); }
+
+  // True once the thread finished; ADDRESSES or ERROR then hold the outcome.
+  bool done(std::vector<Address>& addresses, std::string& error) {
+    std::lock_guard lock(mutex_);
+    if (!finished_) return false;
+    addresses = addresses_;
+    error = error_;
+    return true;
+  }
+
+ private:
+  Lookup() = default;
+
+  void resolve(const std::string& host, const std::string& service) {
+    addrinfo hints{};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    addrinfo* result = nullptr;
+    int rc = getaddrinfo(host.c_str(), service.c_str(), &hints, &result);
+    {
+      std::lock_guard lock(mutex_);
+      if (rc != 0) {
+        error_ = "cannot resolve " + host + ": " + gai_strerror(rc);
+      } else {
+        for (addrinfo* ai = result; ai; ai = ai->ai_next) {
+          Address a;
+          std::memcpy(&a.storage, ai->ai_addr, ai->ai_addrlen);
+          a.length = ai->ai_addrlen;
+          a.family = ai->ai_family;
+          addresses_.push_back(a);
+        }
+        freeaddrinfo(result);
+        if (addresses_.empty()) error_ = "cannot resolve " + host + ": no address";
+      }
+      finished_ = true;
+    }
+    char byte = 1;
+    [[maybe_unused]] auto n = ::write(write_end_.get(), &byte, 1);
+  }
+
+  std::mutex mutex_;
+  bool finished_ = false;
+  std::vector<Address> addresses_;
+  std::string error_;
+  Fd read_end_;
+  Fd write_end_;
+};
+
+class PlainStream final : public Stream {
+ public:
+  explicit PlainStream(const ServerUrl& url) {
+    if (url.scheme == ServerUrl::Scheme::Unix) {
+      Address a;
+      auto* sun = reinterpret_cast<sockaddr_un*>(&a.storage);
+      sun->sun_family = AF_UNIX;
+      if (url.path.size() >= sizeof sun->sun_path) {
+        error_ = "unix socket path too long";
+        failed_ = true;
+        return;
+      }
+      std::memcpy(sun->sun_path, url.path.c_str(), url.path.size() + 1);
+      a.length = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + url.path.size() + 1);
+      a.family = AF_UNIX;
+      addresses_.push_back(a);
+      return;
+    }
+    Address a;
+    auto* v4 = reinterpret_cast<sockaddr_in*>(&a.storage);
+    auto* v6 = reinterpret_cast<sockaddr_in6*>(&a.storage);
+    auto port = htons(static_cast<uint16_t>(url.port));
+    if (inet_pton(AF_INET, url.host.c_str(), &v4->sin_addr) == 1) {
+      v4->sin_family = AF_INET;
+      v4->sin_port = port;
+      a.length = sizeof(sockaddr_in);
+      a.family = AF_INET;
+      addresses_.push_back(a);
+    } else if (inet_pton(AF_INET6, url.host.c_str(), &v6->sin6_addr) == 1) {
+      v6->sin6_family = AF_INET6;
+      v6->sin6_port = port;
+      a.length = sizeof(sockaddr_in6);
+      a.family = AF_INET6;
+      addresses_.push_back(a);
+    } else {
+      lookup_ = Lookup::start(url.host, url.port);
+      if (!lookup_) {
+        error_ = errno_text("pipe", errno);
+        failed_ = true;
+      }
+    }
+  }
+
+  int fd() const override {
+    if (lookup_) return lookup_->fd();
+    return socket_.get();
+  }
+
+  Status connect() override {
+    if (failed_) return Status::Failed;
+    if (lookup_) {
+      if (!lookup_->done(addresses_, error_)) return Status::WantRead;
+      lookup_.reset();
+      if (addresses_.empty()) return fail(error_);
+    }
+    if (!socket_) return try_next_address();
+    if (connected_) return Status::Ok;
+    // The socket was writable: the connect finished, one way or the other.
+    int err = 0;
+    socklen_t len = sizeof err;
+    if (getsockopt(socket_.get(), SOL_SOCKET, SO_ERROR, &err, &len) != 0) err = errno;
+    if (err == EINPROGRESS || err == EALREADY) return Status::WantWrite;
+    if (err != 0) {
+      last_errno_ = err;
+      socket_.reset();
+      return try_next_address();
+    }
+    connected_ = true;
+    return Status::Ok;
+  }
+
+  Status read(std::string& into) override {
+    char buf[16 * 1024];
+    for (;;) {
+      ssize_t n = ::read(socket_.get(), buf, sizeof buf);
+      if (n > 0) {
+        into.append(buf, static_cast<std::size_t>(n));
+        if (static_cast<std::size_t>(n) < sizeof buf) return Status::Ok;
+        continue;
+      }
+      if (n == 0) return Status::Closed;
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN) return Status::WantRead;
+      return fail(errno_text("read", errno));
+    }
+  }
+
+  Status write(std::string_view data, std::size_t& written) override {
+    while (!data.empty()) {
+      ssize_t n = ::send(socket_.get(), data.data(), data.size(), MSG_NOSIGNAL);
+      if (n >= 0) {
+        written += static_cast<std::size_t>(n);
+        data.remove_prefix(static_cast<std::size_t>(n));
+        continue;
+      }
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN) return Status::WantWrite;
+      if (errno == EPIPE || errno == ECONNRESET) return Status::Closed;
+      return fail(errno_text("write", errno));
+    }
+    return Status::Ok;
+  }
+
+  const std::string& error() const override { return error_; }
+
+ private:
+  Status fail(std::string message) {
+    error_ = std::move(message);
+    failed_ = true;
+    return Status::Failed;
+  }
+
+  // Starts connecting to the next address; an address that refuses at once makes way for the next.
+  Status try_next_address() {
+    while (next_address_ < addresses_.size()) {
+      const Address& a = addresses_[next_address_++];
+      socket_.reset(::socket(a.family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+      if (!socket_) return fail(errno_text("socket", errno));
+      if (a.family != AF_UNIX) {
+        int one = 1;
+        setsockopt(socket_.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+      }
+      int rc;
+      do {
+        rc = ::connect(socket_.get(), reinterpret_cast<const sockaddr*>(&a.storage), a.length);
+      } while (rc != 0 && errno == EINTR);
+      if (rc == 0) {
+        connected_ = true;
+        return Status::Ok;
+      }
+      if (errno == EINPROGRESS) return Status::WantWrite;
+      last_errno_ = errno;
+      socket_.reset();
+    }
+    return fail(errno_text("connect", last_errno_ ? last_errno_ : ECONNREFUSED));
+  }
+
+  std::vector<Address> addresses_;
+  std::size_t next_address_ = 0;
+  std::shared_ptr<Lookup> lookup_;
+  Fd socket_;
+  bool connected_ = false;
+  bool failed_ = false;
+  int last_errno_ = 0;
+  std::string error_;
+};
+
+}  // namespace
+
+std::unique_ptr<Stream> open_plain_stream(const ServerUrl& url) { return std::make_unique<PlainStream>(url); }
+
+}  // namespace redlock

@@ -1,0 +1,521 @@
+#include "redlock.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <map>
+#include <memory>
+
+#include "error.hpp"
+#include "scripts.hpp"
+#include "token.hpp"
+#include "wait_plan.hpp"
+
+namespace redlock {
+
+namespace {
+
+std::string ms_string(Duration d) {
+  return std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(d).count());
+}
+
+ServerReport failure_report(const Network& network, std::size_t server, const std::optional<Result>& r) {
+  ServerReport rep;
+  rep.server = network.describe(server);
+  if (!r) return rep;  // "unknown": still out when the outcome was decided
+  rep.latency = r->latency;
+  rep.result = r->failure == Failure::Reply ? "error" : std::string(failure_name(r->failure));
+  rep.error = r->error;
+  return rep;
+}
+
+ServerReport answer_report(const Network& network, std::size_t server, const Result& r, std::string result, bool ok) {
+  ServerReport rep;
+  rep.server = network.describe(server);
+  rep.latency = r.latency;
+  rep.result = std::move(result);
+  rep.ok = ok;
+  return rep;
+}
+
+// A reply that is not what our script returns: the server is not what we think it is.
+ServerReport unexpected_report(const Network& network, std::size_t server, const Result& r) {
+  ServerReport rep = answer_report(network, server, r, "protocol", false);
+  rep.error = "unexpected reply to a redlock script";
+  return rep;
+}
+
+// One server's answer to the acquire script.
+struct Vote {
+  enum class Kind { Yes, No, Failed } kind = Kind::Failed;
+  std::int64_t counter = 0;
+  std::int64_t pttl = -2;
+  ServerReport report;
+};
+
+Vote read_vote(const Network& network, std::size_t server, const std::optional<Result>& r) {
+  Vote v;
+  if (!r || !r->ok()) {
+    v.report = failure_report(network, server, r);
+    return v;
+  }
+  const Reply& reply = r->reply;
+  if (reply.type != Reply::Type::Array || reply.elements.size() != 4) {
+    v.report = unexpected_report(network, server, *r);
+    return v;
+  }
+  auto state = reply.elements[0].as_integer();
+  auto counter = reply.elements[1].as_integer();
+  auto pttl = reply.elements[2].as_integer();
+  if (!state || !counter || !pttl) {
+    v.report = unexpected_report(network, server, *r);
+    return v;
+  }
+  v.counter = *counter;
+  v.pttl = *pttl;
+  if (*state == 1 || *state == 2) {
+    v.kind = Vote::Kind::Yes;
+    v.report = answer_report(network, server, *r, *state == 1 ? "locked" : "reacquired", true);
+  } else {
+    v.kind = Vote::Kind::No;
+    bool foreign = reply.elements[3].str != "string";
+    v.report = answer_report(network, server, *r, foreign ? "foreign" : "busy", false);
+    if (foreign) v.report.error = "held as a Redis " + reply.elements[3].str + " by another kind of client";
+  }
+  return v;
+}
+
+// Counts one round of yes/no answers given the reading of each result.
+template <typename Classify>
+Tally count(const std::vector<std::optional<Result>>& results, Classify classify) {
+  Tally t;
+  t.total = results.size();
+  for (const auto& r : results) {
+    if (!r) continue;
+    switch (classify(*r)) {
+      case Vote::Kind::Yes: ++t.yes; break;
+      case Vote::Kind::No: ++t.no; break;
+      case Vote::Kind::Failed: ++t.failed; break;
+    }
+  }
+  return t;
+}
+
+// The integer answer of a script that returns 0 or 1 (extend, release).
+Vote::Kind classify_flag(const Result& r) {
+  if (!r.ok()) return Vote::Kind::Failed;
+  auto v = r.reply.as_integer();
+  if (!v) return Vote::Kind::Failed;
+  return *v > 0 ? Vote::Kind::Yes : Vote::Kind::No;
+}
+
+std::string owner_record(const std::string& owner) {
+  if (owner.empty()) return {};
+  auto unix_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  return std::to_string(unix_ms) + " " + owner;
+}
+
+std::uint64_t random_seed() {
+  std::uint64_t seed = 0;
+  random_bytes(&seed, sizeof seed);
+  return seed;
+}
+
+std::string count_text(std::size_t n, std::size_t of) { return std::to_string(n) + " of " + std::to_string(of); }
+
+// "3 of 5 servers failed (first: connect: Connection refused); 3 of 5 are needed".
+std::string no_quorum_message(const Tally& tally, const std::vector<std::optional<Result>>& results) {
+  std::string first;
+  for (const auto& r : results) {
+    if (r && !r->ok()) {
+      first = r->error;
+      break;
+    }
+  }
+  return count_text(tally.failed, tally.total) + " servers failed" + (first.empty() ? "" : " (first: " + first + ")") +
+         "; " + std::to_string(tally.needed()) + " must answer";
+}
+
+}  // namespace
+
+std::string_view outcome_name(AcquireOutcome o) {
+  switch (o) {
+    case AcquireOutcome::Acquired: return "acquired";
+    case AcquireOutcome::Busy: return "busy";
+    case AcquireOutcome::TimedOut: return "timeout";
+    case AcquireOutcome::NoQuorum: return "no_quorum";
+    case AcquireOutcome::Interrupted: return "interrupted";
+  }
+  return "unknown";
+}
+
+std::string_view state_name(LockState s) {
+  switch (s) {
+    case LockState::Held: return "held";
+    case LockState::Free: return "free";
+    case LockState::Partial: return "partial";
+  }
+  return "unknown";
+}
+
+Redlock::Redlock(Network& network, Duration timeout) : network_(network), timeout_(timeout), seed_(random_seed()) {}
+
+void check_duplicates(const std::vector<std::optional<Result>>& results) {
+  for (const auto& r : results) {
+    if (r && r->failure == Failure::Duplicate) config_error(r->error);
+  }
+}
+
+AcquireResult Redlock::attempt(const LockSpec& spec) {
+  const std::string ttl_ms = ms_string(spec.ttl);
+  const std::string owner = owner_record(spec.owner);
+  Round round(network_, [&](std::size_t) {
+    return Request::eval(kAcquireScript, {spec.keys.lock, spec.keys.fence, spec.keys.owner},
+                         {spec.token, ttl_ms, owner, spec.keys.channel});
+  });
+  const std::size_t n = network_.size();
+  auto classify = [](const Result& r) {
+    // Only the shape matters for counting; read_vote tells the details.
+    if (!r.ok() || r.reply.type != Reply::Type::Array || r.reply.elements.empty()) return Vote::Kind::Failed;
+    auto state = r.reply.elements[0].as_integer();
+    if (!state) return Vote::Kind::Failed;
+    return *state > 0 ? Vote::Kind::Yes : Vote::Kind::No;
+  };
+  Tally tally;
+  network_.run_until(
+      [&] {
+        tally = count(round.results(), classify);
+        return tally.decided();
+      },
+      kNever);
+
+  AcquireResult res;
+  res.token = spec.token;
+  res.ttl = spec.ttl;
+  res.tally = tally;
+  TimePoint decided_at = network_.now();
+  Duration valid = validity(spec.ttl, decided_at - round.started(), spec.drift);
+
+  std::vector<bool> holds(n, false);
+  std::vector<std::int64_t> busy_pttl;
+  std::size_t free_now = 0;
+  std::int64_t counter = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    Vote v = read_vote(network_, i, round.results()[i]);
+    if (v.kind == Vote::Kind::Yes) {
+      holds[i] = true;
+      ++free_now;
+    } else if (v.kind == Vote::Kind::No) {
+      if (v.pttl == -2) ++free_now;
+      busy_pttl.push_back(v.pttl);
+    }
+    if (v.kind != Vote::Kind::Failed) counter = std::max(counter, v.counter);
+    res.servers.push_back(std::move(v.report));
+  }
+  bool duplicate = std::any_of(round.results().begin(), round.results().end(),
+                               [](const auto& r) { return r && r->failure == Failure::Duplicate; });
+
+  if (tally.won() && valid > Duration::zero() && !duplicate) {
+    // Fencing: a majority max-register. The next value is above every counter seen, and counts
+    // only once a quorum has stored it within the validity, so that any later quorum sees it.
+    const std::int64_t fence = counter + 1;
+    const std::string fence_text = std::to_string(fence);
+    TimePoint valid_until = round.started() + spec.ttl - drift_allowance(spec.ttl, spec.drift);
+    Round fencing(network_, [&](std::size_t) { return Request::eval(kFenceScript, {spec.keys.fence}, {fence_text}); });
+    auto confirms = [fence](const Result& r) {
+      if (!r.ok()) return Vote::Kind::Failed;
+      auto v = r.reply.as_integer();
+      return v && *v == fence ? Vote::Kind::Yes : Vote::Kind::No;
+    };
+    Tally fenced;
+    network_.run_until(
+        [&] {
+          fenced = count(fencing.results(), confirms);
+          return fenced.decided();
+        },
+        valid_until);
+    TimePoint now = network_.now();
+    if (fenced.won() && now < valid_until) {
+      res.outcome = AcquireOutcome::Acquired;
+      res.fence = fence;
+      res.taken_at = decided_at;
+      res.valid_until = valid_until;
+      res.validity = valid_until - now;
+      return res;
+    }
+    release_taken(spec, holds);
+    res.outcome = AcquireOutcome::NoQuorum;
+    res.message = "the fencing token was confirmed by only " + count_text(fenced.yes, n) + " servers";
+    return res;
+  }
+
+  release_taken(spec, holds);
+  if (duplicate) check_duplicates(round.results());
+  if (tally.won()) {
+    res.outcome = AcquireOutcome::NoQuorum;
+    res.message = "a quorum answered only after the lock's validity had run out (" +
+                  std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(decided_at - round.started()).count()) +
+                  "ms for a TTL of " + ttl_ms + "ms)";
+  } else if (tally.unreachable()) {
+    res.outcome = AcquireOutcome::NoQuorum;
+    res.message = no_quorum_message(tally, round.results());
+  } else {
+    res.outcome = AcquireOutcome::Busy;
+    res.holder_free_in = quorum_free_in(n, free_now, busy_pttl);
+    res.message = "held elsewhere (" + count_text(tally.no, n) + " servers busy)";
+  }
+  return res;
+}
+
+void Redlock::release_taken(const LockSpec& spec, const std::vector<bool>& holds) {
+  // Every server gets the release, also those that have not answered: on the same connection it
+  // follows the acquire, so a late SET is undone in order. Only those known to hold are waited for.
+  Round round(network_, [&](std::size_t) {
+    return Request::eval(kReleaseScript, {spec.keys.lock, spec.keys.owner}, {spec.token, spec.keys.channel, "0"});
+  });
+  network_.run_until(
+      [&] {
+        for (std::size_t i = 0; i < holds.size(); ++i) {
+          if (holds[i] && !round.results()[i]) return false;
+        }
+        return true;
+      },
+      kNever);
+}
+
+AcquireResult Redlock::acquire(const LockSpec& spec, const WaitOptions& wait) {
+  const TimePoint begin = network_.now();
+  const std::size_t n = network_.size();
+  // Wake-ups are reliable when our subscriptions overlap every quorum that could release.
+  const std::size_t reliable = n - quorum_size(n) + 1;
+
+  struct Wake {
+    bool active = true;
+    bool settled = false;  // the first subscription round is over
+    TimePoint next = kNever;
+    bool subscribed = false;
+    std::unique_ptr<WaitPlan> plan;
+  };
+  auto wake = std::make_shared<Wake>();
+  wake->plan = std::make_unique<WaitPlan>(wait.retry_delay, seed_++);
+  bool subscribing = false;
+  auto interrupted = [&] { return wait.interrupted && wait.interrupted(); };
+
+  for (int attempts = 1;; ++attempts) {
+    AcquireResult res = attempt(spec);
+    res.attempts = attempts;
+    TimePoint now = network_.now();
+    res.elapsed = now - begin;
+    if (res.outcome != AcquireOutcome::Busy || !wait.wait) {
+      wake->active = false;
+      return res;
+    }
+    if (interrupted() || now >= wait.deadline) {
+      wake->active = false;
+      res.outcome = interrupted() ? AcquireOutcome::Interrupted : AcquireOutcome::TimedOut;
+      return res;
+    }
+    for (const auto& s : res.servers) {
+      if (s.ok && s.latency) wake->plan->observe_round_trip(*s.latency);
+    }
+
+    if (!subscribing) {
+      // Subscribe, then try once more at once: a release between our first attempt and the
+      // subscription would otherwise go unheard.
+      subscribing = true;
+      network_.subscribe(spec.keys.channel, [wake, this](std::size_t, std::string_view message) {
+        if (!wake->active) return;
+        TimePoint t = network_.now();
+        bool subscribed = network_.subscribed() >= network_.size() - quorum_size(network_.size()) + 1;
+        if (message.rfind("released", 0) == 0) {
+          std::size_t waiters = 1;
+          auto digits = message.substr(std::min<std::size_t>(message.size(), 9));
+          std::from_chars(digits.data(), digits.data() + digits.size(), waiters);
+          wake->next = wake->plan->on_released(t, wake->next, waiters);
+        } else if (message == "acquired") {
+          wake->next = wake->plan->on_acquired(t, wake->next, subscribed);
+        } else if (message == "subscribed" && wake->settled) {
+          // A subscription came back after a break: a release may have gone unheard.
+          wake->next = wake->plan->on_released(t, wake->next, 1);
+        }
+      });
+      network_.run_until([&] { return network_.subscribed() >= reliable || interrupted(); },
+                         std::min(wait.deadline, network_.now() + timeout_));
+      wake->settled = true;
+      continue;
+    }
+
+    bool subscribed = network_.subscribed() >= reliable;
+    bool split_vote = res.tally.yes > 0;
+    wake->next = std::min(wake->plan->after_attempt(now, split_vote, res.holder_free_in, subscribed), wait.deadline);
+    // Sleep until the plan's time; a wake-up message moves the plan, so wait again for the new one.
+    while (!interrupted() && network_.now() < wake->next) {
+      const TimePoint planned = wake->next;
+      network_.run_until([&] { return interrupted() || wake->next != planned; }, planned);
+    }
+    if (interrupted()) {
+      wake->active = false;
+      res.outcome = AcquireOutcome::Interrupted;
+      res.elapsed = network_.now() - begin;
+      return res;
+    }
+  }
+}
+
+ExtendRound::ExtendRound(Network& network, const LockKeys& keys, const std::string& token, Duration ttl, double drift)
+    : network_(network),
+      ttl_(ttl),
+      drift_(drift),
+      round_(network, [&](std::size_t) {
+        return Request::eval(kExtendScript, {keys.lock, keys.owner}, {token, ms_string(ttl)});
+      }) {}
+
+Tally ExtendRound::tally() const { return count(round_.results(), classify_flag); }
+
+ExtendResult ExtendRound::result() const {
+  ExtendResult res;
+  res.tally = tally();
+  TimePoint now = network_.now();
+  res.elapsed = now - round_.started();
+  res.valid_until = round_.started() + ttl_ - drift_allowance(ttl_, drift_);
+  res.validity = res.valid_until - now;
+  res.extended = res.tally.won() && res.validity > Duration::zero();
+  res.no_quorum = !res.tally.won() && res.tally.unreachable();
+  for (std::size_t i = 0; i < round_.results().size(); ++i) {
+    const auto& r = round_.results()[i];
+    auto kind = r ? classify_flag(*r) : Vote::Kind::Failed;
+    if (kind == Vote::Kind::Failed) {
+      res.servers.push_back(r && r->ok() ? unexpected_report(network_, i, *r) : failure_report(network_, i, r));
+    } else {
+      res.servers.push_back(answer_report(network_, i, *r, kind == Vote::Kind::Yes ? "extended" : "not_held",
+                                          kind == Vote::Kind::Yes));
+    }
+  }
+  if (res.extended) return res;
+  if (res.tally.won()) {
+    res.message = "a quorum extended the lock only after the new validity had run out";
+  } else if (res.no_quorum) {
+    res.message = no_quorum_message(res.tally, round_.results());
+  } else {
+    res.message = "not held with this token (extended on " + count_text(res.tally.yes, res.tally.total) + " servers)";
+  }
+  return res;
+}
+
+ExtendResult Redlock::extend(const LockKeys& keys, const std::string& token, Duration ttl, double drift) {
+  ExtendRound round(network_, keys, token, ttl, drift);
+  network_.run_until([&] { return round.decided(); }, kNever);
+  check_duplicates(round.results());
+  return round.result();
+}
+
+ReleaseResult Redlock::release(const LockKeys& keys, const std::string& token, bool force) {
+  Round round(network_, [&](std::size_t) {
+    return Request::eval(kReleaseScript, {keys.lock, keys.owner}, {token, keys.channel, force ? "1" : "0"});
+  });
+  // A forced release succeeds wherever the server answered; otherwise where the token was deleted.
+  auto classify = [force](const Result& r) {
+    Vote::Kind k = classify_flag(r);
+    return force && k == Vote::Kind::No ? Vote::Kind::Yes : k;
+  };
+  network_.run_until([&] { return round.complete(); }, kNever);
+  check_duplicates(round.results());
+
+  ReleaseResult res;
+  res.tally = count(round.results(), classify);
+  res.elapsed = network_.now() - round.started();
+  for (std::size_t i = 0; i < round.results().size(); ++i) {
+    const auto& r = round.results()[i];
+    auto kind = r ? classify_flag(*r) : Vote::Kind::Failed;
+    if (kind == Vote::Kind::Failed) {
+      res.servers.push_back(r && r->ok() ? unexpected_report(network_, i, *r) : failure_report(network_, i, r));
+      continue;
+    }
+    bool deleted = kind == Vote::Kind::Yes;
+    res.deleted += deleted ? 1 : 0;
+    res.servers.push_back(answer_report(network_, i, *r, deleted ? "released" : "not_held", deleted || force));
+  }
+  res.released = res.tally.won();
+  res.no_quorum = !res.released && res.tally.unreachable();
+  if (res.no_quorum) {
+    res.message = no_quorum_message(res.tally, round.results());
+  } else if (!res.released) {
+    res.message = "not held with this token (deleted on " + count_text(res.deleted, res.tally.total) + " servers)";
+  }
+  return res;
+}
+
+StatusResult Redlock::status(const LockKeys& keys) {
+  Round round(network_, [&](std::size_t) {
+    return Request::eval(kStatusScript, {keys.lock, keys.owner, keys.fence}, {});
+  });
+  network_.run_until([&] { return round.complete(); }, kNever);
+  check_duplicates(round.results());
+
+  StatusResult res;
+  res.elapsed = network_.now() - round.started();
+  res.tally.total = round.results().size();
+  std::map<std::string, std::vector<std::size_t>> holders;  // value -> servers holding it with time left
+  std::size_t free = 0;
+  for (std::size_t i = 0; i < round.results().size(); ++i) {
+    const auto& r = round.results()[i];
+    const Reply* reply = r && r->ok() ? &r->reply : nullptr;
+    if (!reply || reply->type != Reply::Type::Array || reply->elements.size() != 5 || !reply->elements[2].as_integer()) {
+      ++res.tally.failed;
+      res.servers.push_back(r && r->ok() ? unexpected_report(network_, i, *r) : failure_report(network_, i, r));
+      continue;
+    }
+    ++res.tally.yes;
+    ServerReport rep = answer_report(network_, i, *r, "free", true);
+    rep.type = reply->elements[0].str;
+    rep.ttl_ms = *reply->elements[2].as_integer();
+    if (reply->elements[1].type == Reply::Type::String) rep.value = reply->elements[1].str;
+    if (reply->elements[3].type == Reply::Type::String) rep.owner = reply->elements[3].str;
+    rep.fence = reply->elements[4].as_integer().value_or(0);
+    res.fence = std::max(res.fence, rep.fence);
+    if (rep.type == "none") {
+      ++free;
+    } else if (rep.type != "string") {
+      rep.result = "foreign";
+    } else {
+      rep.result = "held";
+      if (rep.ttl_ms != -2) holders[*rep.value].push_back(i);
+    }
+    res.servers.push_back(std::move(rep));
+  }
+
+  const std::size_t needed = res.tally.needed();
+  res.no_quorum = res.tally.yes < needed;
+  res.state = free >= needed ? LockState::Free : LockState::Partial;
+  for (const auto& [value, where] : holders) {
+    if (where.size() < needed) continue;
+    res.state = LockState::Held;
+    res.token = value;
+    // The lock stays held while a quorum holds it: the needed-th longest TTL.
+    std::vector<std::int64_t> ttls;
+    for (auto i : where) ttls.push_back(res.servers[i].ttl_ms);
+    std::sort(ttls.begin(), ttls.end(), [](std::int64_t a, std::int64_t b) {
+      if (a == -1) return b != -1;  // no expiry sorts first (longest)
+      if (b == -1) return false;
+      return a > b;
+    });
+    res.ttl_ms = ttls[needed - 1];
+    for (auto i : where) {
+      const auto& owner = res.servers[i].owner;
+      if (!owner) continue;
+      auto space = owner->find(' ');
+      std::int64_t since = 0;
+      auto conv = std::from_chars(owner->data(), owner->data() + std::min(space, owner->size()), since);
+      if (space != std::string::npos && conv.ec == std::errc()) {
+        res.since_unix_ms = since;
+        res.owner = owner->substr(space + 1);
+      } else {
+        res.owner = *owner;
+      }
+      break;
+    }
+  }
+  return res;
+}
+
+}  // namespace redlock

@@ -1,0 +1,152 @@
+// The Redlock algorithm over N independent masters: acquire (with fencing and waiting), extend,
+// release and status. Everything goes through the Network interface, so the decisions here are
+// unit-tested against an in-memory fake and run for real over Transport.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "keys.hpp"
+#include "network.hpp"
+#include "quorum.hpp"
+#include "round.hpp"
+
+namespace redlock {
+
+// What each server said, for reports.
+struct ServerReport {
+  std::string server;  // redacted URL
+  bool ok = false;     // did what was asked
+  // locked, reacquired, busy, foreign, extended, released, not_held, held, free, fenced,
+  // or a failure: timeout, connect, tls, auth, io, closed, protocol, error, duplicate; unknown = no
+  // answer by the time the outcome was decided.
+  std::string result = "unknown";
+  std::optional<Duration> latency;
+  std::string error;  // empty when none
+  // status only
+  std::string type;
+  std::optional<std::string> value;
+  std::int64_t ttl_ms = -2;
+  std::optional<std::string> owner;
+  std::int64_t fence = 0;
+};
+
+struct LockSpec {
+  LockKeys keys;
+  std::string token;
+  Duration ttl = std::chrono::seconds(30);  // whole milliseconds
+  double drift = 0.01;
+  std::string owner;  // empty: no owner record
+};
+
+struct WaitOptions {
+  bool wait = false;                  // false: one attempt
+  TimePoint deadline = kNever;        // give up after this (-w)
+  Duration retry_delay = std::chrono::milliseconds(200);
+  std::function<bool()> interrupted;  // checked while waiting; true stops the wait
+};
+
+enum class AcquireOutcome { Acquired, Busy, TimedOut, NoQuorum, Interrupted };
+
+struct AcquireResult {
+  AcquireOutcome outcome = AcquireOutcome::Busy;
+  std::string token;
+  std::int64_t fence = 0;
+  Duration ttl{};
+  Duration validity{};       // left at the moment of return
+  Duration elapsed{};        // since acquire() was called
+  TimePoint taken_at{};      // when the quorum was confirmed
+  TimePoint valid_until{};   // start of the winning attempt + TTL − drift allowance
+  int attempts = 0;
+  Tally tally;               // of the last attempt
+  std::vector<ServerReport> servers;
+  std::optional<Duration> holder_free_in;  // busy: when the holder's lock could expire on a quorum
+  std::string message;       // why not, in words
+};
+
+struct ExtendResult {
+  bool extended = false;
+  bool no_quorum = false;
+  Duration validity{};
+  Duration elapsed{};
+  TimePoint valid_until{};
+  Tally tally;
+  std::vector<ServerReport> servers;
+  std::string message;
+};
+
+struct ReleaseResult {
+  bool released = false;
+  bool no_quorum = false;
+  std::size_t deleted = 0;
+  Duration elapsed{};
+  Tally tally;
+  std::vector<ServerReport> servers;
+  std::string message;
+};
+
+enum class LockState { Held, Free, Partial };
+
+struct StatusResult {
+  LockState state = LockState::Partial;
+  bool no_quorum = false;
+  std::optional<std::string> token;  // held: the value a quorum holds
+  std::int64_t ttl_ms = -2;          // held: how long a quorum still holds it (−1: no expiry)
+  std::optional<std::string> owner;  // held: the owner record's text, when there is one
+  std::optional<std::int64_t> since_unix_ms;
+  std::int64_t fence = 0;            // the highest fencing counter seen
+  Duration elapsed{};
+  Tally tally;
+  std::vector<ServerReport> servers;
+};
+
+// An extend round that can run in the background (renewals in `run`) or be waited for.
+class ExtendRound {
+ public:
+  ExtendRound(Network& network, const LockKeys& keys, const std::string& token, Duration ttl, double drift);
+
+  Tally tally() const;
+  bool decided() const { return tally().decided(); }
+  // The verdict so far; call when decided() or when giving up on the stragglers.
+  ExtendResult result() const;
+  const std::vector<std::optional<Result>>& results() const { return round_.results(); }
+
+ private:
+  Network& network_;
+  Duration ttl_;
+  double drift_;
+  Round round_;
+};
+
+class Redlock {
+ public:
+  explicit Redlock(Network& network, Duration timeout = std::chrono::milliseconds(100));
+
+  // Takes the lock (waiting as WAIT says); a failed attempt releases whatever it took. Throws a
+  // configuration error when two configured servers turn out to be one.
+  AcquireResult acquire(const LockSpec& spec, const WaitOptions& wait);
+  ExtendResult extend(const LockKeys& keys, const std::string& token, Duration ttl, double drift);
+  // Compare-and-delete (or delete whatever is there when FORCE), and wake the waiters.
+  ReleaseResult release(const LockKeys& keys, const std::string& token, bool force);
+  StatusResult status(const LockKeys& keys);
+
+ private:
+  AcquireResult attempt(const LockSpec& spec);
+  // Releases TOKEN everywhere after a failed attempt; waits for the servers in HOLDS.
+  void release_taken(const LockSpec& spec, const std::vector<bool>& holds);
+
+  Network& network_;
+  Duration timeout_;
+  std::uint64_t seed_;
+};
+
+// Throws the configuration error of a server that turned out to be another configured server.
+void check_duplicates(const std::vector<std::optional<Result>>& results);
+
+std::string_view outcome_name(AcquireOutcome o);
+std::string_view state_name(LockState s);
+
+}  // namespace redlock

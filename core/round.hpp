@@ -1,0 +1,34 @@
+// One request to every server, with the answers collected as they arrive. Answers that come after
+// the caller stopped caring land in the shared state and are dropped with it.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "network.hpp"
+
+namespace redlock {
+
+class Round {
+ public:
+  // Sends MAKE(i) to every server i.
+  Round(Network& network, const std::function<Request(std::size_t)>& make);
+
+  // The answer of each server, empty while it is still out.
+  const std::vector<std::optional<Result>>& results() const { return state_->results; }
+  std::size_t received() const { return state_->received; }
+  bool complete() const { return state_->received == state_->results.size(); }
+  TimePoint started() const { return started_; }
+
+ private:
+  struct State {
+    std::vector<std::optional<Result>> results;
+    std::size_t received = 0;
+  };
+  std::shared_ptr<State> state_;
+  TimePoint started_;
+};
+
+}  // namespace redlock

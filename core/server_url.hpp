@@ -1,0 +1,39 @@
+// One configured Redis master, parsed from the URL forms of the command line contract:
+//   redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]   rediss://… (TLS)
+//   unix://[[USER]:PASSWORD@]/PATH[?db=N]         HOST:PORT
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace redlock {
+
+struct ServerUrl {
+  enum class Scheme { Tcp, Tls, Unix };
+
+  Scheme scheme = Scheme::Tcp;
+  std::string host;     // without brackets for IPv6
+  int port = 6379;
+  std::string path;     // unix socket path
+  std::optional<std::string> user;
+  std::optional<std::string> password;
+  int db = 0;
+
+  // The URL with the password shown as "***": the only form that may be printed.
+  std::string redacted() const;
+  // What makes two entries the same server before connecting: "tcp:host:port" or "unix:path".
+  std::string address() const;
+};
+
+// Throws a configuration error that says what is wrong with TEXT (without echoing a password).
+ServerUrl parse_server_url(std::string_view text);
+
+// Splits the REDLOCK_SERVERS / --servers value on commas and whitespace.
+std::vector<std::string> split_server_list(std::string_view text);
+
+// Throws a configuration error when two entries name the same address.
+void check_distinct_addresses(const std::vector<ServerUrl>& servers);
+
+}  // namespace redlock

@@ -1,0 +1,48 @@
+#include "wait_plan.hpp"
+
+#include <algorithm>
+
+namespace redlock {
+
+namespace {
+
+// No spread slot is shorter than this, however fast the servers answer: waking up and
+// sending an attempt takes a process about this long.
+constexpr Duration kMinSlot = std::chrono::microseconds(300);
+
+}  // namespace
+
+WaitPlan::WaitPlan(Duration retry_delay, std::uint64_t seed) : retry_delay_(retry_delay), rng_(seed) {}
+
+Duration WaitPlan::jittered(Duration base, double low, double high) {
+  std::uniform_real_distribution<double> dist(low, high);
+  return std::chrono::duration_cast<Duration>(std::chrono::duration<double, Duration::period>(
+      static_cast<double>(base.count()) * dist(rng_)));
+}
+
+TimePoint WaitPlan::after_attempt(TimePoint now, bool split_vote, std::optional<Duration> holder_free_in, bool subscribed) {
+  if (split_vote) return now + jittered(retry_delay_, 0.5, 1.5);
+  TimePoint next = subscribed ? now + jittered(fallback(), 0.75, 1.25) : now + jittered(retry_delay_, 0.5, 1.5);
+  if (holder_free_in) {
+    // Everyone waiting on this holder wakes at its expiry: spread them a little.
+    next = std::min(next, now + *holder_free_in + jittered(std::max(slot_, kMinSlot), 0.0, 4.0));
+  }
+  return next;
+}
+
+TimePoint WaitPlan::on_released(TimePoint now, TimePoint planned, std::size_t waiters) {
+  Duration window = slot_ * static_cast<Duration::rep>(waiters > 1 ? waiters - 1 : 0);
+  // Several servers announce the same release: the first announcement set the plan.
+  if (planned <= now + window) return planned;
+  if (window == Duration::zero()) return now;
+  return now + jittered(window, 0.0, 1.0);
+}
+
+TimePoint WaitPlan::on_acquired(TimePoint now, TimePoint planned, bool subscribed) {
+  TimePoint slow = now + (subscribed ? jittered(fallback(), 0.75, 1.25) : jittered(retry_delay_, 0.5, 1.5));
+  return std::max(planned, slow);
+}
+
+void WaitPlan::observe_round_trip(Duration rtt) { slot_ = std::max(kMinSlot, 2 * rtt); }
+
+}  // namespace redlock

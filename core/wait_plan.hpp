@@ -1,0 +1,46 @@
+// When a waiter tries next. Pure timing logic, without I/O, so that its rules are unit-tested:
+//  - subscribed to wake-ups: sleep until a release is announced, the holder's lock could have
+//    expired on a quorum, or a slow fallback poll (20 × the retry delay) for holders that never
+//    announce (other clients, crashed holders);
+//  - not subscribed: poll every retry delay, jittered, as other Redlock clients do;
+//  - a split vote (some votes but no quorum): back off by a jittered retry delay;
+//  - on an announced release, the waiters spread their attempts over one round trip each, so that
+//    one goes first and the others see "acquired" and go back to sleep instead of stampeding.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <random>
+
+#include "clock.hpp"
+
+namespace redlock {
+
+class WaitPlan {
+ public:
+  WaitPlan(Duration retry_delay, std::uint64_t seed);
+
+  // The slow poll used while subscribed.
+  Duration fallback() const { return retry_delay_ * 20; }
+
+  // After a failed attempt at NOW.
+  TimePoint after_attempt(TimePoint now, bool split_vote, std::optional<Duration> holder_free_in, bool subscribed);
+  // A release was announced; WAITERS is how many are subscribed (ourselves included).
+  TimePoint on_released(TimePoint now, TimePoint planned, std::size_t waiters);
+  // Another waiter took the lock: back to the slow schedule.
+  TimePoint on_acquired(TimePoint now, TimePoint planned, bool subscribed);
+  // A round trip seen in the last attempt: the unit of the spread.
+  void observe_round_trip(Duration rtt);
+
+  Duration slot() const { return slot_; }
+
+ private:
+  Duration jittered(Duration base, double low, double high);
+
+  Duration retry_delay_;
+  Duration slot_ = std::chrono::microseconds(500);
+  std::mt19937_64 rng_;
+};
+
+}  // namespace redlock

@@ -1,0 +1,258 @@
+// An in-memory stand-in for N Redis servers, on virtual time, for unit tests of the lock logic.
+// Each server runs our scripts' semantics on a map of keys with expiries; a server can be slow,
+// frozen (never answers: the request times out), down (refuses at once) or reply with errors.
+#pragma once
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <optional>
+#include <queue>
+#include <string>
+#include <vector>
+
+#include "network.hpp"
+#include "scripts.hpp"
+
+namespace redlock::test {
+
+class FakeNetwork final : public Network {
+ public:
+  struct Entry {
+    std::string value;
+    std::string type = "string";
+    TimePoint expires = kNever;  // kNever: no expiry
+  };
+  struct Server {
+    Duration latency = std::chrono::milliseconds(1);
+    bool frozen = false;
+    bool down = false;
+    bool duplicate = false;  // answers as the transport does for a second URL of one server
+    std::string run_id;
+    std::vector<Request> backlog;  // what a frozen server will run when it thaws
+    std::map<std::string, Entry> data;
+    std::vector<std::string> log;  // script names (or command names), in arrival order
+    std::size_t publishes = 0;
+  };
+
+  explicit FakeNetwork(std::size_t n, Duration timeout = std::chrono::milliseconds(100)) : timeout_(timeout) {
+    servers.resize(n);
+    for (std::size_t i = 0; i < n; ++i) servers[i].run_id = "run" + std::to_string(i);
+  }
+
+  std::vector<Server> servers;
+
+  std::size_t size() const override { return servers.size(); }
+  TimePoint now() const override { return now_; }
+  std::string describe(std::size_t i) const override { return "redis://fake:" + std::to_string(7000 + i); }
+  void flush(TimePoint) override {}
+
+  void send(std::size_t i, Request request, ResultCallback done) override {
+    Server& s = servers[i];
+    TimePoint sent = now_;
+    ++sent_;
+    if (s.duplicate) {
+      schedule(now_ + s.latency, [done, sent, this] { done(failure(Failure::Duplicate, "same server twice", sent)); });
+      return;
+    }
+    if (s.down) {
+      schedule(now_, [done, sent, this] { done(failure(Failure::Connect, "connect: Connection refused", sent)); });
+      return;
+    }
+    if (s.frozen) {
+      // The request sits in the frozen server's socket buffer: it runs if the server thaws.
+      s.backlog.push_back(request);
+      schedule(now_ + timeout_, [done, sent, this] { done(failure(Failure::Timeout, "no answer within 100ms", sent)); });
+      return;
+    }
+    // The script runs halfway through the round trip; the answer arrives after the full one.
+    schedule(now_ + s.latency / 2, [this, i, request, done, sent] {
+      Result r = execute(i, request);
+      schedule(sent + servers[i].latency, [this, r, done, sent]() mutable {
+        r.latency = now_ - sent;
+        done(std::move(r));
+      });
+    });
+  }
+
+  void run_until(const std::function<bool()>& done, TimePoint deadline) override {
+    for (;;) {
+      if (done()) return;
+      if (events_.empty() || events_.top().at > deadline) {
+        if (deadline != kNever) now_ = std::max(now_, deadline);
+        return;
+      }
+      Event e = events_.top();
+      events_.pop();
+      now_ = std::max(now_, e.at);
+      e.run();
+    }
+  }
+
+  void subscribe(const std::string& channel, MessageCallback on_message) override {
+    channel_ = channel;
+    on_message_ = std::move(on_message);
+    if (refuse_subscribe) return;
+    for (std::size_t i = 0; i < servers.size(); ++i) {
+      if (servers[i].down || servers[i].frozen) continue;
+      schedule(now_ + servers[i].latency, [this, i] {
+        ++subscribed_;
+        if (on_message_) on_message_(i, "subscribed");
+      });
+    }
+  }
+  std::size_t subscribed() const override { return subscribed_; }
+
+  // Lets a frozen server run what was queued for it (the replies go nowhere: they timed out).
+  void thaw(std::size_t i) {
+    servers[i].frozen = false;
+    auto backlog = std::move(servers[i].backlog);
+    for (auto& r : backlog) execute(i, r);
+  }
+
+  // Runs whatever is scheduled up to T.
+  void advance(Duration d) { run_until([] { return false; }, now_ + d); }
+
+  std::size_t requests_sent() const { return sent_; }
+
+  // Runs FN at virtual time AT (from inside run_until).
+  void at(TimePoint t, std::function<void()> fn) { schedule(t, std::move(fn)); }
+  // Another client releases KEY on every server and announces it on CHANNEL (empty: silently,
+  // as clients without wake-ups do).
+  void release_everywhere(const std::string& key, const std::string& channel) {
+    for (std::size_t i = 0; i < servers.size(); ++i) {
+      if (servers[i].data.erase(key) && !channel.empty()) publish(i, "released 1");
+    }
+  }
+  // Subscriptions are refused (an ACL without SUBSCRIBE): waiters must poll.
+  bool refuse_subscribe = false;
+
+  // What server I holds for KEY now (nothing when absent or expired).
+  std::optional<std::string> value(std::size_t i, const std::string& key) {
+    auto* e = find(i, key);
+    if (!e) return std::nullopt;
+    return e->value;
+  }
+  void set(std::size_t i, const std::string& key, const std::string& value, Duration ttl) {
+    servers[i].data[key] = Entry{value, "string", now_ + ttl};
+  }
+
+ private:
+  struct Event {
+    TimePoint at;
+    std::uint64_t seq;
+    std::function<void()> run;
+    bool operator>(const Event& o) const { return at != o.at ? at > o.at : seq > o.seq; }
+  };
+
+  void schedule(TimePoint at, std::function<void()> run) { events_.push(Event{at, seq_++, std::move(run)}); }
+
+  Result failure(Failure f, std::string error, TimePoint sent) const {
+    Result r;
+    r.failure = f;
+    r.error = std::move(error);
+    r.latency = now_ - sent;
+    return r;
+  }
+
+  Entry* find(std::size_t i, const std::string& key) {
+    auto& data = servers[i].data;
+    auto it = data.find(key);
+    if (it == data.end()) return nullptr;
+    if (it->second.expires != kNever && it->second.expires <= now_) {
+      data.erase(it);
+      return nullptr;
+    }
+    return &it->second;
+  }
+
+  std::int64_t pttl(std::size_t i, const std::string& key) {
+    Entry* e = find(i, key);
+    if (!e) return -2;
+    if (e->expires == kNever) return -1;
+    return std::chrono::duration_cast<std::chrono::milliseconds>(e->expires - now_).count();
+  }
+
+  std::int64_t counter(std::size_t i, const std::string& key) {
+    Entry* e = find(i, key);
+    return e ? std::stoll(e->value) : 0;
+  }
+
+  void publish(std::size_t i, const std::string& message) {
+    ++servers[i].publishes;
+    if (!on_message_ || subscribed_ == 0) return;
+    schedule(now_ + servers[i].latency / 2, [this, i, message] { on_message_(i, message); });
+  }
+
+  static Reply arr(std::vector<Reply> e) { return Reply::array(std::move(e)); }
+
+  Result execute(std::size_t i, const Request& request) {
+    Server& s = servers[i];
+    Result r;
+    std::string name = request.script ? std::string(request.script->name) : request.argv[0];
+    s.log.push_back(name);
+    const auto& a = request.argv;  // numkeys, keys…, args…
+    auto ms = [](const std::string& text) { return std::chrono::milliseconds(std::stoll(text)); };
+    if (name == "acquire") {
+      const std::string &lock = a[1], &fence = a[2], &owner = a[3], &token = a[4], &ttl = a[5], &owner_value = a[6],
+                        &channel = a[7];
+      std::int64_t c = counter(i, fence);
+      Entry* e = find(i, lock);
+      if (!e) {
+        s.data[lock] = Entry{token, "string", now_ + ms(ttl)};
+        if (!owner_value.empty()) s.data[owner] = Entry{owner_value, "string", now_ + ms(ttl)};
+        if (!channel.empty()) publish(i, "acquired");
+        r.reply = arr({Reply::number(1), Reply::number(c), Reply::number(0), Reply::status("string")});
+      } else if (e->type == "string" && e->value == token) {
+        e->expires = now_ + ms(ttl);
+        r.reply = arr({Reply::number(2), Reply::number(c), Reply::number(0), Reply::status("string")});
+      } else {
+        r.reply = arr({Reply::number(0), Reply::number(c), Reply::number(pttl(i, lock)), Reply::status(e->type)});
+      }
+    } else if (name == "release") {
+      const std::string &lock = a[1], &owner = a[2], &token = a[3], &channel = a[4], &force = a[5];
+      Entry* e = find(i, lock);
+      int deleted = 0;
+      if (e && (force == "1" || (e->type == "string" && e->value == token))) {
+        s.data.erase(lock);
+        s.data.erase(owner);
+        deleted = 1;
+        if (!channel.empty()) publish(i, "released " + std::to_string(subscribed_ ? 1 : 0));
+      }
+      r.reply = Reply::number(deleted);
+    } else if (name == "extend") {
+      const std::string &lock = a[1], &token = a[3], &ttl = a[4];
+      Entry* e = find(i, lock);
+      bool ours = e && e->type == "string" && e->value == token;
+      if (ours) e->expires = now_ + ms(ttl);
+      r.reply = Reply::number(ours ? 1 : 0);
+    } else if (name == "fence") {
+      const std::string &key = a[1], &proposed = a[2];
+      std::int64_t c = counter(i, key), p = std::stoll(proposed);
+      if (p > c) s.data[key] = Entry{proposed, "string", kNever};
+      r.reply = Reply::number(std::max(c, p));
+    } else if (name == "status") {
+      const std::string &lock = a[1], &owner = a[2], &fence = a[3];
+      Entry* e = find(i, lock);
+      Entry* o = find(i, owner);
+      r.reply = arr({Reply::status(e ? e->type : "none"),
+                     e && e->type == "string" ? Reply::string(e->value) : Reply::nil(), Reply::number(pttl(i, lock)),
+                     o ? Reply::string(o->value) : Reply::nil(), Reply::number(counter(i, fence))});
+    } else {
+      r.failure = Failure::Reply;
+      r.error = "ERR unknown command";
+    }
+    return r;
+  }
+
+  Duration timeout_;
+  TimePoint now_ = TimePoint(std::chrono::hours(1));
+  std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
+  std::uint64_t seq_ = 0;
+  std::size_t sent_ = 0;
+  std::string channel_;
+  MessageCallback on_message_;
+  std::size_t subscribed_ = 0;
+};
+
+}  // namespace redlock::test

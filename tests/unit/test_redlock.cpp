@@ -1,0 +1,310 @@
+#include <doctest/doctest.h>
+
+#include "error.hpp"
+#include "fake_network.hpp"
+#include "redlock.hpp"
+
+using namespace redlock;
+using namespace std::chrono_literals;
+using redlock::test::FakeNetwork;
+
+namespace {
+
+LockSpec spec(const std::string& token = "tok", Duration ttl = 10s) {
+  LockSpec s;
+  s.keys = derive_keys("job");
+  s.token = token;
+  s.ttl = ttl;
+  s.owner = "tester";
+  return s;
+}
+
+WaitOptions no_wait() { return WaitOptions{}; }
+
+WaitOptions wait_for(FakeNetwork& net, Duration d) {
+  WaitOptions w;
+  w.wait = true;
+  w.deadline = net.now() + d;
+  return w;
+}
+
+std::size_t holders(FakeNetwork& net, const std::string& token) {
+  std::size_t n = 0;
+  for (std::size_t i = 0; i < net.size(); ++i) n += net.value(i, "job") == token ? 1 : 0;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("acquire on healthy servers: held everywhere, fence 1, validity from the start") {
+  FakeNetwork net(5);
+  Redlock lock(net);
+  auto r = lock.acquire(spec(), no_wait());
+  REQUIRE(r.outcome == AcquireOutcome::Acquired);
+  CHECK(r.fence == 1);
+  CHECK(holders(net, "tok") == 5);
+  CHECK(r.tally.yes >= 3);
+  // One round trip (1ms) to lock, one to fence: 10s - 2ms - (100ms + 2ms).
+  CHECK(r.validity <= 10s - 104ms + 1ms);
+  CHECK(r.validity >= 10s - 104ms - 1ms);
+  CHECK(r.valid_until == r.taken_at - 1ms + 10s - 102ms);
+  CHECK(net.value(0, "{job}:redlock:owner").value().find(" tester") != std::string::npos);
+}
+
+TEST_CASE("the outcome is decided without waiting on frozen or slow servers") {
+  FakeNetwork net(5, 100ms);
+  net.servers[3].frozen = true;
+  net.servers[4].latency = 80ms;
+  Redlock lock(net);
+  TimePoint start = net.now();
+  auto r = lock.acquire(spec(), no_wait());
+  REQUIRE(r.outcome == AcquireOutcome::Acquired);
+  CHECK(net.now() - start < 5ms);
+  CHECK(r.servers[3].result == "unknown");
+}
+
+TEST_CASE("three of five frozen: no quorum after the timeout, nothing left behind") {
+  FakeNetwork net(5, 100ms);
+  for (int i : {0, 2, 4}) net.servers[i].frozen = true;
+  Redlock lock(net);
+  TimePoint start = net.now();
+  auto r = lock.acquire(spec(), no_wait());
+  CHECK(r.outcome == AcquireOutcome::NoQuorum);
+  CHECK(net.now() - start <= 101ms);
+  CHECK(holders(net, "tok") == 0);
+  // The frozen servers got the release right behind the acquire: when they thaw, both run.
+  for (int i : {0, 2, 4}) net.thaw(static_cast<std::size_t>(i));
+  CHECK(holders(net, "tok") == 0);
+  CHECK(net.servers[0].log == std::vector<std::string>{"acquire", "release"});
+}
+
+TEST_CASE("busy: another holder on a quorum; our partial votes are released on every server") {
+  FakeNetwork net(5);
+  for (std::size_t i : {0, 1, 2}) net.set(i, "job", "other", 3s);
+  Redlock lock(net);
+  auto r = lock.acquire(spec(), no_wait());
+  CHECK(r.outcome == AcquireOutcome::Busy);
+  net.advance(5ms);  // the releases are on their way to every server
+  CHECK(holders(net, "tok") == 0);
+  CHECK(holders(net, "other") == 3);
+  for (auto& s : net.servers) CHECK(s.log.back() == "release");
+  REQUIRE(r.holder_free_in);
+  CHECK(*r.holder_free_in <= 3s);
+  CHECK(*r.holder_free_in >= 3s - 2ms);
+  CHECK(r.servers[0].result == "busy");
+}
+
+TEST_CASE("no quorum is told apart from busy") {
+  FakeNetwork net(5);
+  net.servers[0].down = true;
+  net.servers[1].down = true;
+  net.servers[2].down = true;
+  Redlock lock(net);
+  auto r = lock.acquire(spec(), no_wait());
+  CHECK(r.outcome == AcquireOutcome::NoQuorum);
+  CHECK(r.message.find("3 of 5 servers failed (first: connect: Connection refused)") != std::string::npos);
+  CHECK(r.servers[0].result == "connect");
+
+  FakeNetwork busy_and_down(5);
+  busy_and_down.servers[0].down = true;
+  for (std::size_t i : {1, 2}) busy_and_down.set(i, "job", "other", 3s);
+  Redlock lock2(busy_and_down);
+  CHECK(lock2.acquire(spec(), no_wait()).outcome == AcquireOutcome::Busy);
+}
+
+TEST_CASE("a quorum that answers after the TTL is not a lock") {
+  FakeNetwork net(3);
+  for (auto& s : net.servers) s.latency = 60ms;
+  Redlock lock(net);
+  auto r = lock.acquire(spec("tok", 50ms), no_wait());
+  CHECK(r.outcome == AcquireOutcome::NoQuorum);
+  CHECK(r.message.find("validity") != std::string::npos);
+  net.advance(200ms);
+  CHECK(holders(net, "tok") == 0);
+}
+
+TEST_CASE("a server configured twice is a configuration error, after cleaning up") {
+  FakeNetwork net(3);
+  net.servers[2].duplicate = true;
+  net.servers[1].latency = 5ms;
+  Redlock lock(net);
+  // Servers 0 and 2 decide first: 0 says yes, 2 is a duplicate; then 1 says yes.
+  CHECK_THROWS_AS(lock.acquire(spec(), no_wait()), Error);
+  CHECK(holders(net, "tok") == 0);
+}
+
+TEST_CASE("re-acquire with the same token resets the TTL") {
+  FakeNetwork net(3);
+  Redlock lock(net);
+  REQUIRE(lock.acquire(spec("mine", 1s), no_wait()).outcome == AcquireOutcome::Acquired);
+  net.advance(900ms);
+  auto r = lock.acquire(spec("mine", 1s), no_wait());
+  REQUIRE(r.outcome == AcquireOutcome::Acquired);
+  CHECK(r.servers[0].result == "reacquired");
+  net.advance(900ms);
+  CHECK(holders(net, "mine") == 3);
+}
+
+TEST_CASE("fences strictly increase from holder to holder, also when a minority forgets") {
+  FakeNetwork net(5);
+  Redlock lock(net);
+  std::int64_t last = 0;
+  for (int i = 0; i < 20; ++i) {
+    auto r = lock.acquire(spec("t" + std::to_string(i)), no_wait());
+    REQUIRE(r.outcome == AcquireOutcome::Acquired);
+    CHECK(r.fence > last);
+    last = r.fence;
+    lock.release(spec().keys, "t" + std::to_string(i), false);
+    if (i % 3 == 0) {
+      // Two servers restart empty.
+      net.servers[static_cast<std::size_t>(i) % 5].data.clear();
+      net.servers[(static_cast<std::size_t>(i) + 1) % 5].data.clear();
+    }
+  }
+  CHECK(last >= 20);
+}
+
+TEST_CASE("waiting: no retry before the holder could be free, then it is taken at once") {
+  FakeNetwork net(5);
+  for (std::size_t i = 0; i < 5; ++i) net.set(i, "job", "other", 2s);
+  Redlock lock(net);
+  TimePoint start = net.now();
+  auto r = lock.acquire(spec(), wait_for(net, 10s));
+  REQUIRE(r.outcome == AcquireOutcome::Acquired);
+  CHECK(net.now() - start >= 2s);
+  CHECK(net.now() - start <= 2s + 20ms);
+  // First attempt, one right after subscribing, one at expiry.
+  CHECK(r.attempts <= 4);
+}
+
+TEST_CASE("waiting without wake-ups polls every retry delay") {
+  FakeNetwork net(5);
+  net.refuse_subscribe = true;
+  for (std::size_t i = 0; i < 5; ++i) net.set(i, "job", "other", 2s);
+  Redlock lock(net);
+  WaitOptions w = wait_for(net, 10s);
+  w.retry_delay = 100ms;
+  auto r = lock.acquire(spec(), w);
+  REQUIRE(r.outcome == AcquireOutcome::Acquired);
+  CHECK(r.attempts >= 10);
+  CHECK(r.attempts <= 45);
+}
+
+TEST_CASE("a release announced on the channel wakes the waiter at once") {
+  FakeNetwork net(5);
+  for (std::size_t i = 0; i < 5; ++i) net.set(i, "job", "other", 30s);
+  Redlock lock(net);
+  TimePoint released_at = net.now() + 500ms;
+  net.at(released_at, [&] { net.release_everywhere("job", "{job}:redlock:wake"); });
+  auto r = lock.acquire(spec(), wait_for(net, 60s));
+  REQUIRE(r.outcome == AcquireOutcome::Acquired);
+  CHECK(net.now() - released_at <= 10ms);
+}
+
+TEST_CASE("a holder that never announces is noticed by the fallback poll") {
+  FakeNetwork net(5);
+  for (std::size_t i = 0; i < 5; ++i) net.set(i, "job", "other", 60s);
+  Redlock lock(net);
+  TimePoint released_at = net.now() + 500ms;
+  net.at(released_at, [&] { net.release_everywhere("job", ""); });
+  TimePoint start = net.now();
+  auto r = lock.acquire(spec(), wait_for(net, 60s));
+  REQUIRE(r.outcome == AcquireOutcome::Acquired);
+  CHECK(net.now() - start >= 3s);  // 20 x 200ms x 0.75
+  CHECK(net.now() - start <= 5s + 10ms);
+}
+
+TEST_CASE("the wait gives up at its deadline") {
+  FakeNetwork net(5);
+  for (std::size_t i = 0; i < 5; ++i) net.set(i, "job", "other", 30s);
+  Redlock lock(net);
+  TimePoint start = net.now();
+  auto r = lock.acquire(spec(), wait_for(net, 300ms));
+  CHECK(r.outcome == AcquireOutcome::TimedOut);
+  CHECK(net.now() - start >= 300ms);
+  CHECK(net.now() - start <= 310ms);
+  CHECK(holders(net, "tok") == 0);
+}
+
+TEST_CASE("the wait stops when interrupted") {
+  FakeNetwork net(5);
+  for (std::size_t i = 0; i < 5; ++i) net.set(i, "job", "other", 30s);
+  Redlock lock(net);
+  WaitOptions w = wait_for(net, 60s);
+  TimePoint stop_at = net.now() + 1s;
+  bool stop = false;
+  net.at(stop_at, [&] { stop = true; });
+  w.interrupted = [&] { return stop; };
+  auto r = lock.acquire(spec(), w);
+  CHECK(r.outcome == AcquireOutcome::Interrupted);
+  CHECK(net.now() - stop_at <= 1ms);
+}
+
+TEST_CASE("extend: a quorum resets the expiry; a wrong token is not held; no quorum is told apart") {
+  FakeNetwork net(5);
+  Redlock lock(net);
+  REQUIRE(lock.acquire(spec("tok", 1s), no_wait()).outcome == AcquireOutcome::Acquired);
+  auto ok = lock.extend(spec().keys, "tok", 5s, 0.01);
+  CHECK(ok.extended);
+  net.advance(3s);
+  CHECK(holders(net, "tok") == 5);
+
+  auto wrong = lock.extend(spec().keys, "nope", 5s, 0.01);
+  CHECK_FALSE(wrong.extended);
+  CHECK_FALSE(wrong.no_quorum);
+  CHECK(wrong.servers[0].result == "not_held");
+
+  for (std::size_t i : {0, 1, 2}) net.servers[i].down = true;
+  auto down = lock.extend(spec().keys, "tok", 5s, 0.01);
+  CHECK_FALSE(down.extended);
+  CHECK(down.no_quorum);
+}
+
+TEST_CASE("release: compare-and-delete, --force, and not held") {
+  FakeNetwork net(5);
+  Redlock lock(net);
+  REQUIRE(lock.acquire(spec(), no_wait()).outcome == AcquireOutcome::Acquired);
+  auto wrong = lock.release(spec().keys, "nope", false);
+  CHECK_FALSE(wrong.released);
+  CHECK(wrong.deleted == 0);
+  CHECK(holders(net, "tok") == 5);
+
+  auto r = lock.release(spec().keys, "tok", false);
+  CHECK(r.released);
+  CHECK(r.deleted == 5);
+  CHECK(holders(net, "tok") == 0);
+
+  for (std::size_t i = 0; i < 5; ++i) net.set(i, "job", "stale", 30s);
+  auto forced = lock.release(spec().keys, "", true);
+  CHECK(forced.released);
+  CHECK(forced.deleted == 5);
+  auto again = lock.release(spec().keys, "", true);
+  CHECK(again.released);  // free already: the operator's intent holds
+  CHECK(again.deleted == 0);
+}
+
+TEST_CASE("status: held, free, partial and foreign") {
+  FakeNetwork net(5);
+  Redlock lock(net);
+  CHECK(lock.status(spec().keys).state == LockState::Free);
+  REQUIRE(lock.acquire(spec(), no_wait()).outcome == AcquireOutcome::Acquired);
+  auto held = lock.status(spec().keys);
+  CHECK(held.state == LockState::Held);
+  CHECK(held.token == "tok");
+  CHECK(held.owner == "tester");
+  CHECK(held.since_unix_ms);
+  CHECK(held.fence == 1);
+  CHECK(held.ttl_ms > 9000);
+
+  lock.release(spec().keys, "tok", false);
+  net.set(0, "job", "a", 5s);
+  net.set(1, "job", "a", 5s);
+  net.servers[2].data["job"] = FakeNetwork::Entry{"", "hash", kNever};
+  auto partial = lock.status(spec().keys);
+  CHECK(partial.state == LockState::Partial);
+  CHECK(partial.servers[2].result == "foreign");
+  CHECK(partial.servers[2].type == "hash");
+
+  for (std::size_t i : {2, 3, 4}) net.servers[i].frozen = true;
+  CHECK(lock.status(spec().keys).no_quorum);
+}

@@ -1,0 +1,103 @@
+#include <doctest/doctest.h>
+
+#include "error.hpp"
+#include "server_url.hpp"
+
+using namespace redlock;
+
+TEST_CASE("server URLs: every form of the contract") {
+  SUBCASE("redis:// with defaults") {
+    auto u = parse_server_url("redis://example.com");
+    CHECK(u.scheme == ServerUrl::Scheme::Tcp);
+    CHECK(u.host == "example.com");
+    CHECK(u.port == 6379);
+    CHECK(u.db == 0);
+    CHECK_FALSE(u.user);
+    CHECK_FALSE(u.password);
+  }
+  SUBCASE("user, password, port, db") {
+    auto u = parse_server_url("redis://alice:s3cret@10.0.0.1:7000/3");
+    CHECK(u.host == "10.0.0.1");
+    CHECK(u.port == 7000);
+    CHECK(u.db == 3);
+    CHECK(*u.user == "alice");
+    CHECK(*u.password == "s3cret");
+  }
+  SUBCASE("password without user") {
+    auto u = parse_server_url("redis://:pw@h:1");
+    CHECK_FALSE(u.user);
+    CHECK(*u.password == "pw");
+  }
+  SUBCASE("percent escapes let a password hold ':' and '@'") {
+    auto u = parse_server_url("redis://u:a%3Ab%40c@h");
+    CHECK(*u.password == "a:b@c");
+  }
+  SUBCASE("rediss:// parses as TLS") {
+    auto u = parse_server_url("rediss://cache.example:6380");
+    CHECK(u.scheme == ServerUrl::Scheme::Tls);
+    CHECK(u.port == 6380);
+  }
+  SUBCASE("unix sockets, with credentials and db") {
+    auto u = parse_server_url("unix://bob:pw@/run/redis/redis.sock?db=2");
+    CHECK(u.scheme == ServerUrl::Scheme::Unix);
+    CHECK(u.path == "/run/redis/redis.sock");
+    CHECK(u.db == 2);
+    CHECK(*u.user == "bob");
+  }
+  SUBCASE("bare HOST:PORT") {
+    auto u = parse_server_url("127.0.0.1:7001");
+    CHECK(u.scheme == ServerUrl::Scheme::Tcp);
+    CHECK(u.host == "127.0.0.1");
+    CHECK(u.port == 7001);
+  }
+  SUBCASE("IPv6 in brackets") {
+    auto u = parse_server_url("redis://[::1]:7002/1");
+    CHECK(u.host == "::1");
+    CHECK(u.port == 7002);
+    CHECK(u.db == 1);
+    auto bare = parse_server_url("[fe80::1]:6000");
+    CHECK(bare.host == "fe80::1");
+  }
+}
+
+TEST_CASE("server URLs: mistakes are configuration errors that never show the password") {
+  for (const char* bad : {"", "http://h", "redis://", "redis://h:0", "redis://h:65536", "redis://h:x", "redis://h:",
+                          "redis://h/x", "redis://h/-1", "unix://relative/path", "unix:///p?db=x", "unix:///p?foo=1",
+                          "redis://[::1", "redis://[zz]:1", "redis://::1:6379", "h:1/2", "redis://u:pw@h:99999",
+                          "redis://u:%zz@h", "redis://u:%4@h"}) {
+    CAPTURE(bad);
+    try {
+      parse_server_url(bad);
+      FAIL("accepted");
+    } catch (const Error& e) {
+      CHECK(e.kind() == ErrorKind::Config);
+      CHECK(std::string(e.what()).find("pw") == std::string::npos);
+    }
+  }
+}
+
+TEST_CASE("server URLs: redacted form hides the password") {
+  CHECK(parse_server_url("redis://alice:s3cret@h:1/2").redacted() == "redis://alice:***@h:1/2");
+  CHECK(parse_server_url("redis://:s3cret@h").redacted() == "redis://:***@h:6379");
+  CHECK(parse_server_url("rediss://h").redacted() == "rediss://h:6379");
+  CHECK(parse_server_url("[::1]:7").redacted() == "redis://[::1]:7");
+  CHECK(parse_server_url("unix://u:p@/s?db=3").redacted() == "unix://u:***@/s?db=3");
+}
+
+TEST_CASE("server URLs: the same address twice is refused") {
+  auto list = [](std::initializer_list<const char*> texts) {
+    std::vector<ServerUrl> out;
+    for (auto t : texts) out.push_back(parse_server_url(t));
+    return out;
+  };
+  CHECK_NOTHROW(check_distinct_addresses(list({"h:1", "h:2", "unix:///a"})));
+  CHECK_THROWS_AS(check_distinct_addresses(list({"h:1", "redis://h:1/3"})), Error);
+  CHECK_THROWS_AS(check_distinct_addresses(list({"[::1]:5", "redis://[0:0::1]:5"})), Error);
+  CHECK_THROWS_AS(check_distinct_addresses(list({"H:1", "h:1"})), Error);
+  CHECK_THROWS_AS(check_distinct_addresses(list({"unix:///a", "unix://u:p@/a"})), Error);
+}
+
+TEST_CASE("server lists split on commas and whitespace") {
+  CHECK(split_server_list("a:1,b:2  c:3\n\td:4,,") == std::vector<std::string>{"a:1", "b:2", "c:3", "d:4"});
+  CHECK(split_server_list(" , ").empty());
+}

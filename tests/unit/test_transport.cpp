@@ -1,0 +1,179 @@
+// Transport against real sockets on loopback that misbehave on purpose: nothing listening, a
+// listener that never answers, one that answers garbage. (Real Redis is in the integration tests.)
+#include <arpa/inet.h>
+#include <doctest/doctest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <csignal>
+#include <thread>
+
+#include "fd.hpp"
+#include "round.hpp"
+#include "scripts.hpp"
+#include "transport.hpp"
+
+using namespace redlock;
+using namespace std::chrono_literals;
+
+namespace {
+
+// A loopback listener on a free port.
+struct Listener {
+  Fd fd;
+  int port = 0;
+  Listener() {
+    fd.reset(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(bind(fd.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+    REQUIRE(listen(fd.get(), 16) == 0);
+    socklen_t len = sizeof a;
+    getsockname(fd.get(), reinterpret_cast<sockaddr*>(&a), &len);
+    port = ntohs(a.sin_port);
+  }
+  ServerUrl url() const { return parse_server_url("127.0.0.1:" + std::to_string(port)); }
+};
+
+int free_port() {
+  Listener l;
+  return l.port;  // closed again when l goes: nothing listens there
+}
+
+Result one_request(Transport& t, std::size_t server = 0) {
+  std::optional<Result> out;
+  t.send(server, Request::command({"PING"}), [&](Result r) { out = std::move(r); });
+  t.run_until([&] { return out.has_value(); }, Clock::now() + 5s);
+  REQUIRE(out);
+  return *out;
+}
+
+TransportOptions fast() {
+  TransportOptions o;
+  o.timeout = 100ms;
+  return o;
+}
+
+volatile sig_atomic_t g_alarms = 0;
+void on_alarm(int) { g_alarms = g_alarms + 1; }
+
+}  // namespace
+
+TEST_CASE("nothing listening: a connect failure at once") {
+  Transport t({parse_server_url("127.0.0.1:" + std::to_string(free_port()))}, fast());
+  auto start = Clock::now();
+  Result r = one_request(t);
+  CHECK(r.failure == Failure::Connect);
+  CHECK(r.error.find("refused") != std::string::npos);
+  CHECK(Clock::now() - start < 50ms);
+}
+
+TEST_CASE("a server that never answers costs the timeout, no more") {
+  Listener silent;
+  Transport t({silent.url()}, fast());
+  auto start = Clock::now();
+  Result r = one_request(t);
+  auto took = Clock::now() - start;
+  CHECK(r.failure == Failure::Timeout);
+  CHECK(took >= 100ms);
+  CHECK(took < 150ms);
+}
+
+TEST_CASE("a server that answers garbage is a protocol failure, not a crash") {
+  Listener garbage;
+  std::thread server([&] {
+    int c = accept(garbage.fd.get(), nullptr, nullptr);
+    const char junk[] = "HTTP/1.1 400 Bad Request\r\n\r\n";
+    [[maybe_unused]] auto n = write(c, junk, sizeof junk - 1);
+    std::this_thread::sleep_for(200ms);
+    close(c);
+  });
+  Transport t({garbage.url()}, fast());
+  Result r = one_request(t);
+  server.join();
+  CHECK(r.failure == Failure::Protocol);
+  CHECK(r.error.find("not a Redis server") != std::string::npos);
+}
+
+TEST_CASE("a server that hangs up is a closed connection") {
+  Listener rude;
+  std::thread server([&] {
+    int c = accept(rude.fd.get(), nullptr, nullptr);
+    close(c);
+  });
+  Transport t({rude.url()}, fast());
+  Result r = one_request(t);
+  server.join();
+  CHECK((r.failure == Failure::Closed || r.failure == Failure::Io));
+}
+
+TEST_CASE("signals during the wait do not cut it short or break it (EINTR)") {
+  Listener silent;
+  struct sigaction sa {};
+  sa.sa_handler = on_alarm;
+  sigaction(SIGALRM, &sa, nullptr);
+  itimerval every_10ms{{0, 10000}, {0, 10000}};
+  setitimer(ITIMER_REAL, &every_10ms, nullptr);
+  g_alarms = 0;
+  Transport t({silent.url()}, fast());
+  auto start = Clock::now();
+  Result r = one_request(t);
+  auto took = Clock::now() - start;
+  itimerval off{};
+  setitimer(ITIMER_REAL, &off, nullptr);
+  signal(SIGALRM, SIG_DFL);
+  CHECK(g_alarms >= 5);
+  CHECK(r.failure == Failure::Timeout);
+  CHECK(took >= 100ms);
+  CHECK(took < 150ms);
+}
+
+TEST_CASE("one frozen server does not hold up the answers of the others") {
+  Listener silent;
+  Listener garbage;
+  std::thread server([&] {
+    int c = accept(garbage.fd.get(), nullptr, nullptr);
+    [[maybe_unused]] auto n = write(c, "x", 1);
+    std::this_thread::sleep_for(300ms);
+    close(c);
+  });
+  Transport t({silent.url(), garbage.url()}, fast());
+  Round round(t, [](std::size_t) { return Request::command({"PING"}); });
+  auto start = Clock::now();
+  t.run_until([&] { return round.results()[1].has_value(); }, Clock::now() + 5s);
+  CHECK(Clock::now() - start < 50ms);
+  CHECK_FALSE(round.results()[0].has_value());
+  server.join();
+}
+
+TEST_CASE("a name that does not resolve is that server's failure") {
+  Transport t({parse_server_url("redis://no-such-host.invalid:6379")}, fast());
+  Result r = one_request(t);
+  CHECK((r.failure == Failure::Connect || r.failure == Failure::Timeout));
+}
+
+TEST_CASE("watched descriptors run inside the loop") {
+  int fds[2];
+  REQUIRE(pipe(fds) == 0);
+  Transport t({parse_server_url("127.0.0.1:1")}, fast());
+  bool ran = false;
+  t.watch(fds[0], [&] {
+    char c;
+    [[maybe_unused]] auto n = read(fds[0], &c, 1);
+    ran = true;
+  });
+  std::thread writer([&] {
+    std::this_thread::sleep_for(20ms);
+    [[maybe_unused]] auto n = write(fds[1], "x", 1);
+  });
+  t.run_until([&] { return ran; }, Clock::now() + 2s);
+  writer.join();
+  CHECK(ran);
+  t.unwatch(fds[0]);
+  close(fds[0]);
+  close(fds[1]);
+}

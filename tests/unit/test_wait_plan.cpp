@@ -1,0 +1,70 @@
+#include <doctest/doctest.h>
+
+#include "wait_plan.hpp"
+
+using namespace redlock;
+using namespace std::chrono_literals;
+
+namespace {
+const TimePoint t0 = TimePoint(1h);
+}
+
+TEST_CASE("polling without subscriptions: every retry delay, jittered 0.5-1.5x") {
+  WaitPlan plan(200ms, 1);
+  for (int i = 0; i < 200; ++i) {
+    TimePoint next = plan.after_attempt(t0, false, std::nullopt, false);
+    CHECK(next >= t0 + 100ms);
+    CHECK(next <= t0 + 300ms);
+  }
+}
+
+TEST_CASE("subscribed: no poll before the holder could be free, slow fallback otherwise") {
+  WaitPlan plan(200ms, 2);
+  for (int i = 0; i < 200; ++i) {
+    // The holder's lock expires in 2s: wake then (plus a small spread), not every 200ms.
+    TimePoint next = plan.after_attempt(t0, false, 2s, true);
+    CHECK(next >= t0 + 2s);
+    CHECK(next <= t0 + 2s + 10ms);
+    // Unknown expiry: the fallback poll, 20x the retry delay, jittered 0.75-1.25x.
+    TimePoint slow = plan.after_attempt(t0, false, std::nullopt, true);
+    CHECK(slow >= t0 + 3s);
+    CHECK(slow <= t0 + 5s);
+  }
+}
+
+TEST_CASE("a waiter costs at most 2 commands per second while subscribed (5 servers per attempt)") {
+  WaitPlan plan(200ms, 3);
+  Duration total{};
+  for (int i = 0; i < 1000; ++i) total += plan.after_attempt(t0, false, std::nullopt, true) - t0;
+  double attempts_per_second = 1000.0 / std::chrono::duration<double>(total).count();
+  CHECK(attempts_per_second * 5 <= 2.0);
+}
+
+TEST_CASE("split vote backs off by a jittered retry delay") {
+  WaitPlan plan(100ms, 4);
+  TimePoint next = plan.after_attempt(t0, true, 5s, true);
+  CHECK(next >= t0 + 50ms);
+  CHECK(next <= t0 + 150ms);
+}
+
+TEST_CASE("an announced release: one waiter goes at once, many spread over a round trip each") {
+  WaitPlan plan(200ms, 5);
+  plan.observe_round_trip(1ms);  // slot = 2ms
+  CHECK(plan.on_released(t0, t0 + 4s, 1) == t0);
+  for (int i = 0; i < 100; ++i) {
+    TimePoint next = plan.on_released(t0, t0 + 4s, 11);
+    CHECK(next >= t0);
+    CHECK(next <= t0 + 20ms);
+  }
+  // A second announcement of the same release (another server) keeps the plan.
+  TimePoint planned = t0 + 3ms;
+  CHECK(plan.on_released(t0, planned, 11) == planned);
+}
+
+TEST_CASE("someone else took it: back to the slow schedule") {
+  WaitPlan plan(200ms, 6);
+  TimePoint next = plan.on_acquired(t0, t0 + 1ms, true);
+  CHECK(next >= t0 + 3s);
+  TimePoint later = t0 + 10s;
+  CHECK(plan.on_acquired(t0, later, true) == later);
+}
