@@ -83,8 +83,12 @@ std::vector<ServerUrl> configured_servers(const GlobalOptions& options) {
     for (auto& t : split_server_list(s)) texts.push_back(std::move(t));
   }
   if (options.servers.empty()) {
-    if (auto from_env = env("REDLOCK_SERVERS")) texts = split_server_list(*from_env);
-    if (texts.empty()) texts.push_back("redis://127.0.0.1:6379");
+    if (auto from_env = env("REDLOCK_SERVERS")) {
+      texts = split_server_list(*from_env);
+      if (texts.empty()) config_error("REDLOCK_SERVERS names no server");
+    } else {
+      texts.push_back("redis://127.0.0.1:6379");
+    }
   }
   if (texts.empty()) config_error("--servers names no server");
   std::vector<ServerUrl> servers;

@@ -24,6 +24,21 @@ bool wants_json(int argc, char** argv) {
   return env && *env && std::strcmp(env, "0") != 0 && std::strcmp(env, "false") != 0;
 }
 
+// The first word that is neither an option nor an option's value: what was meant as a command.
+std::string first_word(int argc, char** argv) {
+  static const char* const kTakesValue[] = {"-S", "--servers", "--timeout", "--password-file", "--user", "--tls-ca",
+                                            "--tls-cert", "--tls-key", "--tls-server-name", "--prefix"};
+  for (int i = 1; i < argc; ++i) {
+    std::string_view a = argv[i];
+    if (a == "--") return {};
+    if (a.empty() || a[0] != '-') return std::string(a);
+    for (const char* opt : kTakesValue) {
+      if (a == opt) ++i;
+    }
+  }
+  return {};
+}
+
 std::string one_line(std::string text) {
   for (char& c : text) {
     if (c == '\n' || c == '\r') c = ' ';
@@ -76,6 +91,11 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     auto subs = app.get_subcommands();
     if (!subs.empty()) command = subs.front()->get_name();
+    std::string word = first_word(argc, argv);
+    if (subs.empty() && !word.empty()) {
+      return fail(json, command, exit_code::kUsage,
+                  "unknown command '" + word + "' (commands: acquire, extend, release, status, run, doctor, completion)");
+    }
     return fail(json, command, exit_code::kUsage, std::string(e.what()) + " (see redlock --help)");
   }
   command = app.get_subcommands().front()->get_name();

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -45,6 +46,13 @@ struct Result {
 struct Request {
   const Script* script = nullptr;
   std::vector<std::string> argv;  // script: numkeys, keys…, args…; plain: the whole command
+  // Send the script's body (EVAL) at once: for requests nobody may be there to re-send after a
+  // NOSCRIPT, such as the cleanup sent to a server that has not answered.
+  bool with_body = false;
+  // While someone waits for the answer. A NOSCRIPT is answered by re-sending the body only then:
+  // re-running an acquire that was given up on would run it after its own release.
+  std::weak_ptr<const void> interest;
+  bool tracked = false;  // interest was set
 
   static Request eval(const Script& script, std::vector<std::string> keys, std::vector<std::string> args);
   static Request command(std::vector<std::string> argv);

@@ -188,6 +188,7 @@ AcquireResult Redlock::attempt(const LockSpec& spec) {
         return tally.decided();
       },
       kNever);
+  round.abandon();
 
   AcquireResult res;
   res.token = spec.token;
@@ -234,6 +235,7 @@ AcquireResult Redlock::attempt(const LockSpec& spec) {
           return fenced.decided();
         },
         valid_until);
+    fencing.abandon();
     TimePoint now = network_.now();
     if (fenced.won() && now < valid_until) {
       res.outcome = AcquireOutcome::Acquired;
@@ -271,7 +273,9 @@ void Redlock::release_taken(const LockSpec& spec, const std::vector<bool>& holds
   // Every server gets the release, also those that have not answered: on the same connection it
   // follows the acquire, so a late SET is undone in order. Only those known to hold are waited for.
   Round round(network_, [&](std::size_t) {
-    return Request::eval(kReleaseScript, {spec.keys.lock, spec.keys.owner}, {spec.token, spec.keys.channel, "0"});
+    Request r = Request::eval(kReleaseScript, {spec.keys.lock, spec.keys.owner}, {spec.token, spec.keys.channel, "0"});
+    r.with_body = true;  // a frozen server runs it when it wakes, whatever its script cache holds by then
+    return r;
   });
   network_.run_until(
       [&] {

@@ -21,6 +21,9 @@ class Round {
   std::size_t received() const { return state_->received; }
   bool complete() const { return state_->received == state_->results.size(); }
   TimePoint started() const { return started_; }
+  // The outcome is decided: requests still out are not re-sent after a NOSCRIPT (their answers
+  // are still recorded). Called before a cleanup follows them, so nothing overtakes it.
+  void abandon() { interest_.reset(); }
 
  private:
   struct State {
@@ -28,6 +31,7 @@ class Round {
     std::size_t received = 0;
   };
   std::shared_ptr<State> state_;
+  std::shared_ptr<const int> interest_ = std::make_shared<const int>(0);
   TimePoint started_;
 };
 

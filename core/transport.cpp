@@ -88,7 +88,8 @@ class Transport::Connection {
     p.done = std::move(done);
     p.sent = now;
     p.deadline = now + owner_.options_.timeout;
-    encode(request, false);
+    encode(request, request.with_body);
+    p.eval_sent = request.with_body;
     p.request = std::move(request);
     pending_.push_back(std::move(p));
     drive(now);
@@ -306,7 +307,8 @@ class Transport::Connection {
         case Pending::Kind::Subscribe:
           break;
         case Pending::Kind::Request:
-          if (reply->is_error() && p.request.script && !p.eval_sent && starts_with(reply->str, "NOSCRIPT")) {
+          if (reply->is_error() && p.request.script && !p.eval_sent && starts_with(reply->str, "NOSCRIPT") &&
+              p.done && !(p.request.tracked && p.request.interest.expired())) {
             // The server lost its script cache (restart, SCRIPT FLUSH): send the script itself.
             encode(p.request, true);
             p.eval_sent = true;
@@ -379,7 +381,7 @@ class Transport::Connection {
 
   // Drops the connection: every request still waited for fails with FAILURE; the next send opens
   // a new connection (a subscription is re-established a little later).
-  void fail(Failure failure, const std::string& error, TimePoint now) {
+  void fail(Failure failure, std::string error, TimePoint now) {  // by value: it may live in stream_
     auto pending = std::move(pending_);
     pending_.clear();
     stream_.reset();

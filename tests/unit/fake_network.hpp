@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <initializer_list>
 #include <map>
 #include <optional>
 #include <queue>
@@ -15,6 +16,9 @@
 #include "scripts.hpp"
 
 namespace redlock::test {
+
+// Lists of server indexes in tests: for (std::size_t i : Ids{0, 2, 4}).
+using Ids = std::initializer_list<std::size_t>;
 
 class FakeNetwork final : public Network {
  public:

@@ -6,6 +6,7 @@
 using namespace redlock;
 using namespace std::chrono_literals;
 using redlock::test::FakeNetwork;
+using redlock::test::Ids;
 
 namespace {
 
@@ -41,7 +42,7 @@ TEST_CASE("a renewal moves the validity deadline on and schedules the next") {
 TEST_CASE("servers down: the renewal failed, not the lock; try again soon") {
   Held h;
   Lease lease(h.net, h.keys, "tok", 3s, 0.01, h.valid_until, 1s);
-  for (std::size_t i : {0, 1, 2}) h.net.servers[i].down = true;
+  for (std::size_t i : Ids{0, 1, 2}) h.net.servers[i].down = true;
   lease.start_renewal();
   CHECK(h.settle(lease) == Lease::Event::Failed);
   CHECK(lease.valid_until() == h.valid_until);
@@ -51,7 +52,7 @@ TEST_CASE("servers down: the renewal failed, not the lock; try again soon") {
 TEST_CASE("a quorum without our token: the lock is gone") {
   Held h;
   Lease lease(h.net, h.keys, "tok", 3s, 0.01, h.valid_until, 1s);
-  for (std::size_t i : {0, 1, 2}) h.net.set(i, "job", "thief", 3s);
+  for (std::size_t i : Ids{0, 1, 2}) h.net.set(i, "job", "thief", 3s);
   lease.start_renewal();
   CHECK(h.settle(lease) == Lease::Event::Gone);
   CHECK(h.net.value(0, "job") == "thief");  // never extended someone else's lock

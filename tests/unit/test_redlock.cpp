@@ -7,6 +7,7 @@
 using namespace redlock;
 using namespace std::chrono_literals;
 using redlock::test::FakeNetwork;
+using redlock::test::Ids;
 
 namespace {
 
@@ -30,7 +31,7 @@ WaitOptions wait_for(FakeNetwork& net, Duration d) {
 
 std::size_t holders(FakeNetwork& net, const std::string& token) {
   std::size_t n = 0;
-  for (std::size_t i = 0; i < net.size(); ++i) n += net.value(i, "job") == token ? 1 : 0;
+  for (std::size_t i = 0; i < net.size(); ++i) n += net.value(i, "job") == token ? 1U : 0U;
   return n;
 }
 
@@ -65,7 +66,7 @@ TEST_CASE("the outcome is decided without waiting on frozen or slow servers") {
 
 TEST_CASE("three of five frozen: no quorum after the timeout, nothing left behind") {
   FakeNetwork net(5, 100ms);
-  for (int i : {0, 2, 4}) net.servers[i].frozen = true;
+  for (std::size_t i : Ids{0, 2, 4}) net.servers[i].frozen = true;
   Redlock lock(net);
   TimePoint start = net.now();
   auto r = lock.acquire(spec(), no_wait());
@@ -73,14 +74,14 @@ TEST_CASE("three of five frozen: no quorum after the timeout, nothing left behin
   CHECK(net.now() - start <= 101ms);
   CHECK(holders(net, "tok") == 0);
   // The frozen servers got the release right behind the acquire: when they thaw, both run.
-  for (int i : {0, 2, 4}) net.thaw(static_cast<std::size_t>(i));
+  for (std::size_t i : Ids{0, 2, 4}) net.thaw(i);
   CHECK(holders(net, "tok") == 0);
   CHECK(net.servers[0].log == std::vector<std::string>{"acquire", "release"});
 }
 
 TEST_CASE("busy: another holder on a quorum; our partial votes are released on every server") {
   FakeNetwork net(5);
-  for (std::size_t i : {0, 1, 2}) net.set(i, "job", "other", 3s);
+  for (std::size_t i : Ids{0, 1, 2}) net.set(i, "job", "other", 3s);
   Redlock lock(net);
   auto r = lock.acquire(spec(), no_wait());
   CHECK(r.outcome == AcquireOutcome::Busy);
@@ -107,7 +108,7 @@ TEST_CASE("no quorum is told apart from busy") {
 
   FakeNetwork busy_and_down(5);
   busy_and_down.servers[0].down = true;
-  for (std::size_t i : {1, 2}) busy_and_down.set(i, "job", "other", 3s);
+  for (std::size_t i : Ids{1, 2}) busy_and_down.set(i, "job", "other", 3s);
   Redlock lock2(busy_and_down);
   CHECK(lock2.acquire(spec(), no_wait()).outcome == AcquireOutcome::Busy);
 }
@@ -254,7 +255,7 @@ TEST_CASE("extend: a quorum resets the expiry; a wrong token is not held; no quo
   CHECK_FALSE(wrong.no_quorum);
   CHECK(wrong.servers[0].result == "not_held");
 
-  for (std::size_t i : {0, 1, 2}) net.servers[i].down = true;
+  for (std::size_t i : Ids{0, 1, 2}) net.servers[i].down = true;
   auto down = lock.extend(spec().keys, "tok", 5s, 0.01);
   CHECK_FALSE(down.extended);
   CHECK(down.no_quorum);
@@ -305,6 +306,6 @@ TEST_CASE("status: held, free, partial and foreign") {
   CHECK(partial.servers[2].result == "foreign");
   CHECK(partial.servers[2].type == "hash");
 
-  for (std::size_t i : {2, 3, 4}) net.servers[i].frozen = true;
+  for (std::size_t i : Ids{2, 3, 4}) net.servers[i].frozen = true;
   CHECK(lock.status(spec().keys).no_quorum);
 }

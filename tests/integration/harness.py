@@ -1,0 +1,368 @@
+"""Shared pieces of the integration tests: real redis-server processes on free loopback ports,
+a minimal RESP client to look at what they hold, and a way to run the real redlock binary.
+
+Every server is started by us, from a throw-away directory, and killed by its process id at the
+end; every wait is bounded in time.
+"""
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+
+
+def redlock_binary():
+    path = os.environ.get("REDLOCK_BIN") or os.path.join(ROOT, "build", "cli", "redlock")
+    if not os.path.exists(path):
+        raise RuntimeError("redlock binary not found at %s (set REDLOCK_BIN)" % path)
+    return path
+
+
+_handed_out = set()
+
+
+def free_port():
+    """A loopback port nothing listens on, never the same twice in one test process."""
+    for _ in range(100):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if port not in _handed_out:
+            _handed_out.add(port)
+            return port
+    raise RuntimeError("no free port")
+
+
+class RespError(Exception):
+    pass
+
+
+class Resp:
+    """A blocking RESP2 client for looking at servers from tests (binary-safe)."""
+
+    def __init__(self, port=None, host="127.0.0.1", path=None, timeout=2.0, password=None, user=None):
+        if path:
+            self.sock = socket.socket(socket.AF_UNIX)
+            self.sock.settimeout(timeout)
+            self.sock.connect(path)
+        else:
+            self.sock = socket.create_connection((host, port), timeout=timeout)
+        self.buf = b""
+        if password is not None:
+            self.call(*(["AUTH", user, password] if user else ["AUTH", password]))
+
+    def close(self):
+        self.sock.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def send(self, *args):
+        out = b"*%d\r\n" % len(args)
+        for a in args:
+            if isinstance(a, str):
+                a = a.encode()
+            elif isinstance(a, int):
+                a = str(a).encode()
+            out += b"$%d\r\n%s\r\n" % (len(a), a)
+        self.sock.sendall(out)
+
+    def call(self, *args):
+        self.send(*args)
+        return self.read()
+
+    def _line(self):
+        while b"\r\n" not in self.buf:
+            chunk = self.sock.recv(65536)
+            if not chunk:
+                raise ConnectionError("closed")
+            self.buf += chunk
+        line, self.buf = self.buf.split(b"\r\n", 1)
+        return line
+
+    def _exact(self, n):
+        while len(self.buf) < n + 2:
+            chunk = self.sock.recv(65536)
+            if not chunk:
+                raise ConnectionError("closed")
+            self.buf += chunk
+        data, self.buf = self.buf[:n], self.buf[n + 2:]
+        return data
+
+    def read(self):
+        line = self._line()
+        kind, rest = line[:1], line[1:]
+        if kind == b"+":
+            return rest.decode()
+        if kind == b"-":
+            raise RespError(rest.decode())
+        if kind == b":":
+            return int(rest)
+        if kind == b"$":
+            n = int(rest)
+            return None if n < 0 else self._exact(n)
+        if kind == b"*":
+            n = int(rest)
+            return None if n < 0 else [self.read() for _ in range(n)]
+        raise RespError("bad reply %r" % line)
+
+
+class PortTaken(Exception):
+    pass
+
+
+class Server:
+    """One redis-server on a free loopback port."""
+
+    def __init__(self, workdir, index, extra=(), unix=False, port=None):
+        self.workdir = workdir
+        self.index = index
+        self.extra = list(extra)
+        self.unix_path = os.path.join(workdir, "redis-%d.sock" % index) if unix else None
+        self.port = port or free_port()
+        self.proc = None
+        self.stopped = False
+
+    @property
+    def url(self):
+        return "redis://127.0.0.1:%d" % self.port
+
+    @property
+    def address(self):
+        return "127.0.0.1:%d" % self.port
+
+    def start(self, timeout=10.0, attempts=3):
+        for attempt in range(attempts):
+            try:
+                return self._start(timeout)
+            except PortTaken:
+                self.port = free_port()
+        raise RuntimeError("redis-server found no free port")
+
+    def _start(self, timeout):
+        d = os.path.join(self.workdir, "s%d" % self.index)
+        os.makedirs(d, exist_ok=True)
+        args = ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
+                "--appendonly", "no", "--dir", d, "--logfile", os.path.join(d, "log"),
+                "--daemonize", "no"]
+        if self.unix_path:
+            args += ["--unixsocket", self.unix_path, "--unixsocketperm", "700"]
+        args += self.extra
+        self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.stopped = False
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                log = self.log_tail()
+                if "Address already in use" in log:
+                    raise PortTaken()
+                raise RuntimeError("redis-server exited at start: %s" % log)
+            try:
+                with self.client() as c:
+                    c.call("PING")
+                return self
+            except RespError as e:
+                if "NOAUTH" in str(e) or "WRONGPASS" in str(e):
+                    return self  # up, and asking for a password
+            except OSError:
+                pass
+            time.sleep(0.02)
+        raise RuntimeError("redis-server on port %d did not answer within %.0fs" % (self.port, timeout))
+
+    def log_tail(self):
+        try:
+            with open(os.path.join(self.workdir, "s%d" % self.index, "log")) as f:
+                return f.read()[-2000:]
+        except OSError:
+            return ""
+
+    def client(self, **kw):
+        return Resp(self.port, **kw)
+
+    def freeze(self):
+        os.kill(self.proc.pid, signal.SIGSTOP)
+        self.stopped = True
+
+    def thaw(self):
+        os.kill(self.proc.pid, signal.SIGCONT)
+        self.stopped = False
+
+    def kill(self):
+        if self.proc and self.proc.poll() is None:
+            if self.stopped:
+                os.kill(self.proc.pid, signal.SIGCONT)
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+        self.stopped = False
+
+    def restart(self, extra=None):
+        self.kill()
+        if extra is not None:
+            self.extra = list(extra)
+        return self.start()
+
+    def get(self, key):
+        with self.client() as c:
+            return c.call("GET", key)
+
+    def pttl(self, key):
+        with self.client() as c:
+            return c.call("PTTL", key)
+
+
+class Cluster:
+    """N independent masters; killed when the test ends."""
+
+    def __init__(self, n, extra=(), unix=False, warm=True):
+        self.workdir = tempfile.mkdtemp(prefix="redlock-it-")
+        self.servers = [Server(self.workdir, i, extra, unix=unix) for i in range(n)]
+        try:
+            for s in self.servers:
+                s.start()
+            if warm:
+                self.warm_scripts()
+        except Exception:
+            self.stop()
+            raise
+
+    def warm_scripts(self):
+        """Loads redlock's scripts, as on servers that have been up for a while (NOSCRIPT has tests of its own)."""
+        scripts = os.path.join(ROOT, "core", "scripts")
+        bodies = []
+        for name in sorted(os.listdir(scripts)):
+            with open(os.path.join(scripts, name), "rb") as f:
+                bodies.append(f.read())
+        for s in self.servers:
+            with s.client() as c:
+                for body in bodies:
+                    c.call("SCRIPT", "LOAD", body)
+
+    def stop(self):
+        for s in self.servers:
+            s.kill()
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
+    @property
+    def spec(self):
+        return ",".join(s.address for s in self.servers)
+
+    def values(self, key):
+        out = []
+        for s in self.servers:
+            if s.stopped:
+                out.append("<frozen>")
+                continue
+            out.append(s.get(key))
+        return out
+
+    def flushall(self):
+        for s in self.servers:
+            with s.client() as c:
+                c.call("FLUSHALL")
+
+
+class Result:
+    def __init__(self, proc, elapsed):
+        self.code = proc.returncode
+        self.out = proc.stdout
+        self.err = proc.stderr
+        self.elapsed = elapsed
+
+    @property
+    def stdout(self):
+        return self.out.decode("utf-8", "replace")
+
+    @property
+    def stderr(self):
+        return self.err.decode("utf-8", "replace")
+
+    def json(self):
+        return json.loads(self.out.decode("utf-8"))
+
+    def __repr__(self):
+        return "<exit %s in %.3fs stdout=%r stderr=%r>" % (self.code, self.elapsed, self.out[:500], self.err[:500])
+
+
+def clean_env(extra=None):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("REDLOCK_")}
+    env.update(extra or {})
+    return env
+
+
+def redlock(args, servers=None, env=None, timeout=30, input=None):
+    """Runs the binary; SERVERS (a Cluster or a string) goes into REDLOCK_SERVERS."""
+    e = clean_env(env)
+    if servers is not None and "REDLOCK_SERVERS" not in (env or {}):
+        e["REDLOCK_SERVERS"] = servers.spec if isinstance(servers, Cluster) else servers
+    start = time.monotonic()
+    proc = subprocess.run([redlock_binary()] + [a for a in args], env=e, capture_output=True, timeout=timeout,
+                          input=input)
+    return Result(proc, time.monotonic() - start)
+
+
+def spawn(args, servers=None, env=None, **kw):
+    """Starts the binary in the background (Popen)."""
+    e = clean_env(env)
+    if servers is not None and "REDLOCK_SERVERS" not in (env or {}):
+        e["REDLOCK_SERVERS"] = servers.spec if isinstance(servers, Cluster) else servers
+    return subprocess.Popen([redlock_binary()] + list(args), env=e, **kw)
+
+
+def wait_for(predicate, timeout=10.0, interval=0.01, what="condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError("timed out after %.1fs waiting for %s" % (timeout, what))
+
+
+def pid_alive(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            state = f.read().rsplit(")", 1)[1].split()[0]
+        return state != "Z"
+    except OSError:
+        return False
+
+
+class ClusterTest(unittest.TestCase):
+    """A test case with a fresh cluster of N servers per test class, flushed between tests."""
+
+    N = 5
+    EXTRA = ()
+
+    @classmethod
+    def setUpClass(cls):
+        cls.cluster = Cluster(cls.N, cls.EXTRA)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.cluster.stop()
+
+    def setUp(self):
+        for s in self.cluster.servers:
+            if s.stopped:
+                s.thaw()
+            if s.proc.poll() is not None:
+                s.start()
+        self.cluster.flushall()
+
+    def rl(self, *args, **kw):
+        return redlock(list(args), servers=kw.pop("servers", self.cluster), **kw)
+
+
+def main():
+    unittest.main(verbosity=2)

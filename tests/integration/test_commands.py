@@ -1,0 +1,389 @@
+"""acquire, extend, release and status against five real servers: every success and failure path,
+the exit codes, the JSON, the options and their REDLOCK_* variables."""
+
+import os
+import re
+import stat
+import tempfile
+import time
+
+from harness import ClusterTest, main, redlock
+
+TOKEN = re.compile(rb"^[0-9a-f]{32}\n$")
+
+
+class Acquire(ClusterTest):
+    def test_prints_a_token_and_holds_the_key_everywhere(self):
+        r = self.rl("acquire", "job", "--ttl", "20s")
+        self.assertEqual(r.code, 0, r)
+        self.assertRegex(r.out, TOKEN)
+        token = r.out.strip()
+        for s in self.cluster.servers:
+            self.assertEqual(s.get("job"), token)
+            self.assertTrue(19000 < s.pttl("job") <= 20000)
+            owner = s.get("{job}:redlock:owner")
+            self.assertRegex(owner, rb"^\d{13} \S+@\S+:\d+")
+        fences = [s.get("{job}:redlock:fence") for s in self.cluster.servers]
+        self.assertGreaterEqual(fences.count(b"1"), 3)
+        self.assertEqual(r.stderr, "")
+
+    def test_busy_nonblocking_is_75_or_the_conflict_exit_code(self):
+        self.assertEqual(self.rl("acquire", "job").code, 0)
+        busy = self.rl("acquire", "-n", "job")
+        self.assertEqual(busy.code, 75, busy)
+        self.assertEqual(busy.out, b"")
+        self.assertIn("busy", busy.stderr)
+        self.assertEqual(self.rl("acquire", "-n", "-E", "3", "job").code, 3)
+        self.assertEqual(self.rl("acquire", "--nonblock", "--conflict-exit-code", "0", "job").code, 0)
+
+    def test_wait_gives_up_at_its_deadline(self):
+        self.assertEqual(self.rl("acquire", "job").code, 0)
+        r = self.rl("--json", "acquire", "-w", "0.4", "job")
+        self.assertEqual(r.code, 75, r)
+        self.assertGreaterEqual(r.elapsed, 0.4)
+        self.assertLess(r.elapsed, 1.5)
+        j = r.json()
+        self.assertFalse(j["acquired"])
+        self.assertEqual(j["reason"], "timeout")
+
+    def test_wait_takes_the_lock_when_it_expires(self):
+        self.assertEqual(self.rl("acquire", "--ttl", "600ms", "job").code, 0)
+        r = self.rl("--json", "acquire", "-w", "5s", "job")
+        self.assertEqual(r.code, 0, r)
+        self.assertGreater(r.elapsed, 0.4)
+        self.assertLess(r.elapsed, 2.0)
+
+    def test_json_has_every_field_of_the_contract(self):
+        r = self.rl("acquire", "job", "--json", "--ttl", "30s")
+        self.assertEqual(r.code, 0, r)
+        j = r.json()
+        self.assertEqual(list(j)[:4], ["version", "command", "name", "key"])
+        self.assertEqual(j["version"], 1)
+        self.assertEqual(j["command"], "acquire")
+        self.assertEqual(j["name"], "job")
+        self.assertEqual(j["key"], "job")
+        self.assertIs(j["acquired"], True)
+        self.assertRegex(j["token"], r"^[0-9a-f]{32}$")
+        self.assertIsInstance(j["fence"], int)
+        self.assertEqual(j["ttl_ms"], 30000)
+        self.assertTrue(29000 < j["validity_ms"] < 30000)
+        self.assertGreaterEqual(j["elapsed_ms"], 0)
+        self.assertEqual(j["attempts"], 1)
+        self.assertEqual(j["quorum"]["needed"], 3)
+        self.assertEqual(j["quorum"]["total"], 5)
+        self.assertGreaterEqual(j["quorum"]["ok"], 3)
+        self.assertEqual(len(j["servers"]), 5)
+        for s in j["servers"]:
+            self.assertEqual(set(s), {"server", "ok", "result", "latency_ms", "error"})
+            self.assertRegex(s["server"], r"^redis://127\.0\.0\.1:\d+$")
+        self.assertTrue(any(s["result"] == "locked" and s["ok"] for s in j["servers"]))
+        busy = self.rl("acquire", "job", "-n", "--json").json()
+        self.assertIs(busy["acquired"], False)
+        self.assertEqual(busy["reason"], "busy")
+        self.assertIsNone(busy["token"])
+
+    def test_token_reacquire_resets_the_ttl(self):
+        self.assertEqual(self.rl("acquire", "--token", "mine", "--ttl", "2s", "job").code, 0)
+        r = self.rl("acquire", "--token", "mine", "--ttl", "20s", "-n", "job")
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual(r.out, b"mine\n")
+        self.assertTrue(all(s.pttl("job") > 19000 for s in self.cluster.servers))
+        other = self.rl("acquire", "--token", "theirs", "-n", "job")
+        self.assertEqual(other.code, 75)
+
+    def test_token_file_is_private_from_the_first_byte(self):
+        d = tempfile.mkdtemp()
+        path = os.path.join(d, "token")
+        old = os.umask(0)
+        try:
+            r = self.rl("acquire", "--token-file", path, "job")
+        finally:
+            os.umask(old)
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual(stat.S_IMODE(os.stat(path).st_mode), 0o600)
+        with open(path, "rb") as f:
+            self.assertEqual(f.read(), r.out)
+        self.assertEqual(os.listdir(d), ["token"])
+
+    def test_flags_beat_environment_beats_defaults(self):
+        r = self.rl("acquire", "job", env={"REDLOCK_TTL": "5s"})
+        self.assertEqual(r.code, 0, r)
+        self.assertTrue(4000 < self.cluster.servers[0].pttl("job") <= 5000)
+        r = self.rl("acquire", "job2", "--ttl", "9s", env={"REDLOCK_TTL": "5s"})
+        self.assertTrue(8000 < self.cluster.servers[0].pttl("job2") <= 9000)
+        # REDLOCK_SERVERS separated by whitespace; --servers given twice.
+        spaced = " \n".join(s.address for s in self.cluster.servers)
+        r = redlock(["acquire", "job3"], servers=spaced)
+        self.assertEqual(r.code, 0, r)
+        args = []
+        for s in self.cluster.servers:
+            args += ["-S", s.url]
+        r = redlock(args + ["--json", "acquire", "job4"])
+        self.assertEqual(r.json()["quorum"]["total"], 5)
+
+    def test_prefix_forms_the_key(self):
+        r = self.rl("--prefix", "locks:", "acquire", "job")
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual(self.cluster.servers[0].get("locks:job"), r.out.strip())
+        self.assertIsNone(self.cluster.servers[0].get("job"))
+        self.assertEqual(self.rl("release", "job", "--prefix", "locks:", "--token", r.stdout.strip()).code, 0)
+
+    def test_global_options_also_after_the_subcommand(self):
+        r = self.rl("acquire", "job", "--json", "-q")
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual(r.json()["command"], "acquire")
+
+
+class Names(ClusterTest):
+    N = 3
+
+    def roundtrip(self, name):
+        r = self.rl("acquire", name)
+        self.assertEqual(r.code, 0, r)
+        token = r.out.strip()
+        for s in self.cluster.servers:
+            with s.client() as c:
+                self.assertEqual(c.call("GET", name), token)
+        st = self.rl("--json", "status", name)
+        self.assertEqual(st.code, 0, st)
+        self.assertEqual(self.rl("release", name, "--token", token).code, 0)
+        for s in self.cluster.servers:
+            with s.client() as c:
+                self.assertEqual(c.call("EXISTS", name), 0)
+
+    def test_spaces(self):
+        self.roundtrip("nightly backup job")
+
+    def test_newlines_and_tabs(self):
+        self.roundtrip("a\nb\tc\r\n")
+
+    def test_utf8(self):
+        self.roundtrip("verrou-été-锁-🔒")
+
+    def test_three_kilobytes(self):
+        self.roundtrip("x" * 1024 + "é" * 1024)
+
+    def test_binary_bytes(self):
+        name = b"bin\x01\x02\xff\xfe"
+        r = redlock([b"acquire", name], servers=self.cluster)
+        self.assertEqual(r.code, 0, r)
+        with self.cluster.servers[0].client() as c:
+            self.assertEqual(c.call("GET", name), r.out.strip())
+        j = redlock([b"--json", b"status", name], servers=self.cluster).json()
+        self.assertEqual(j["state"], "held")
+
+    def test_messages_escape_control_characters(self):
+        self.rl("acquire", "evil\nname")
+        r = self.rl("acquire", "-n", "evil\nname")
+        self.assertEqual(r.code, 75)
+        self.assertEqual(r.stderr.count("\n"), 1, r)
+        self.assertIn("evil\\nname", r.stderr)
+
+
+class Extend(ClusterTest):
+    def test_extend_resets_the_expiry(self):
+        token = self.rl("acquire", "job", "--ttl", "2s").stdout.strip()
+        r = self.rl("extend", "job", "--token", token, "--ttl", "30s")
+        self.assertEqual(r.code, 0, r)
+        self.assertTrue(all(s.pttl("job") > 29000 for s in self.cluster.servers))
+        j = self.rl("--json", "extend", "job", "--ttl", "30s", env={"REDLOCK_TOKEN": token}).json()
+        self.assertIs(j["extended"], True)
+        self.assertTrue(29000 < j["validity_ms"] < 30000)
+        # Decided as soon as a quorum agreed; the others were extended too.
+        self.assertGreaterEqual(j["quorum"]["ok"], 3)
+        self.assertTrue(all(s.pttl("job") > 29000 for s in self.cluster.servers))
+
+    def test_wrong_token_is_1_and_changes_nothing(self):
+        token = self.rl("acquire", "job", "--ttl", "10s").stdout.strip()
+        before = [s.pttl("job") for s in self.cluster.servers]
+        r = self.rl("--json", "extend", "job", "--token", "not-mine", "--ttl", "60s")
+        self.assertEqual(r.code, 1, r)
+        j = r.json()
+        self.assertIs(j["extended"], False)
+        self.assertEqual(j["reason"], "not_held")
+        after = [s.pttl("job") for s in self.cluster.servers]
+        self.assertTrue(all(a <= b for a, b in zip(after, before)))
+        self.assertEqual(self.cluster.values("job"), [token.encode()] * 5)
+
+    def test_expired_lock_cannot_be_extended(self):
+        token = self.rl("acquire", "job", "--ttl", "100ms").stdout.strip()
+        time.sleep(0.2)
+        self.assertEqual(self.rl("extend", "job", "--token", token).code, 1)
+        self.assertEqual(self.cluster.values("job"), [None] * 5)
+
+    def test_zero_ttl_and_missing_token_are_usage_errors(self):
+        token = self.rl("acquire", "job").stdout.strip()
+        for args in (["extend", "job", "--token", token, "--ttl", "0"],
+                     ["extend", "job", "--token", token, "--ttl", "-5s"],
+                     ["extend", "job"]):
+            r = self.rl(*args)
+            self.assertEqual(r.code, 64, (args, r))
+            self.assertTrue(r.stderr.startswith("redlock: error: "), r)
+        self.assertEqual(self.cluster.values("job"), [token.encode()] * 5)
+
+
+class Release(ClusterTest):
+    def test_release_deletes_and_reports(self):
+        token = self.rl("acquire", "job").stdout.strip()
+        r = self.rl("--json", "release", "job", "--token", token)
+        self.assertEqual(r.code, 0, r)
+        j = r.json()
+        self.assertIs(j["released"], True)
+        self.assertEqual(j["deleted"], 5)
+        self.assertEqual(self.cluster.values("job"), [None] * 5)
+        self.assertEqual(self.cluster.values("{job}:redlock:owner"), [None] * 5)
+        # The fence counter outlives the lock.
+        self.assertIn(b"1", self.cluster.values("{job}:redlock:fence"))
+
+    def test_wrong_token_is_1_and_touches_nothing(self):
+        token = self.rl("acquire", "job", "--ttl", "20s").stdout.strip()
+        r = self.rl("--json", "release", "job", "--token", "stale")
+        self.assertEqual(r.code, 1, r)
+        self.assertEqual(r.json()["deleted"], 0)
+        self.assertEqual(self.cluster.values("job"), [token.encode()] * 5)
+        self.assertTrue(all(s.pttl("job") > 19000 for s in self.cluster.servers))
+
+    def test_force_deletes_whatever_is_there(self):
+        for s in self.cluster.servers:
+            with s.client() as c:
+                c.call("SET", "job", "someone-else", "PX", 60000)
+        r = self.rl("release", "job", "--force")
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual(self.cluster.values("job"), [None] * 5)
+
+    def test_token_and_force_exclude_each_other(self):
+        self.assertEqual(self.rl("release", "job").code, 64)
+        self.assertEqual(self.rl("release", "job", "--token", "t", "--force").code, 64)
+        # The environment's token does not turn --force into a usage error.
+        self.assertEqual(self.rl("release", "job", "--force", env={"REDLOCK_TOKEN": "t"}).code, 0)
+
+
+class Status(ClusterTest):
+    def test_held_free_partial(self):
+        free = self.rl("status", "job")
+        self.assertEqual(free.code, 1)
+        self.assertIn("free", free.stdout)
+        token = self.rl("acquire", "job", "--owner", "deployer on ci-7").stdout.strip()
+        held = self.rl("status", "job")
+        self.assertEqual(held.code, 0, held)
+        self.assertIn("held on 5 of 5", held.stdout)
+        self.assertIn("deployer on ci-7", held.stdout)
+        j = self.rl("status", "job", "--json").json()
+        self.assertEqual(j["state"], "held")
+        self.assertEqual(j["token"], token)
+        self.assertEqual(j["owner"], "deployer on ci-7")
+        self.assertRegex(j["since"], r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
+        self.assertTrue(0 < j["ttl_ms"] <= 30000)
+        self.assertEqual(j["fence"], 1)
+        for s in j["servers"]:
+            self.assertEqual(s["type"], "string")
+            self.assertEqual(s["value"], token)
+            self.assertTrue(0 < s["ttl_ms"] <= 30000)
+        # The owner record is beside the lock, never in its value.
+        self.assertEqual(self.cluster.servers[0].get("job"), token.encode())
+        # Two servers hold another token, one nothing: neither held nor free.
+        for s in self.cluster.servers[:2]:
+            with s.client() as c:
+                c.call("SET", "job", "other", "PX", 30000)
+        with self.cluster.servers[2].client() as c:
+            c.call("DEL", "job")
+        part = self.rl("--json", "status", "job")
+        self.assertEqual(part.code, 1)
+        self.assertEqual(part.json()["state"], "partial")
+
+    def test_a_key_of_another_type_is_foreign_not_an_error(self):
+        with self.cluster.servers[0].client() as c:
+            c.call("HSET", "job", "redisson", "1")
+        r = self.rl("--json", "status", "job")
+        self.assertEqual(r.code, 1, r)
+        j = r.json()
+        self.assertEqual(j["state"], "free")
+        self.assertEqual(j["servers"][0]["type"], "hash")
+        self.assertEqual(j["servers"][0]["result"], "foreign")
+        self.assertEqual(j["servers"][1]["type"], "none")
+        # acquire counts it as busy there, not as a failure: on a quorum, the lock is busy.
+        for s in self.cluster.servers[1:3]:
+            with s.client() as c:
+                c.call("HSET", "job", "redisson", "1")
+        a = self.rl("--json", "acquire", "-n", "job")
+        self.assertEqual(a.code, 75, a)
+        j = a.json()
+        self.assertEqual(j["reason"], "busy")
+        self.assertEqual([s["result"] for s in j["servers"][:3]], ["foreign"] * 3)
+        self.assertEqual(self.cluster.values("job")[3:], [None, None])
+
+
+class BadInput(ClusterTest):
+    N = 3
+
+    def assert_error(self, args, code, fragment, env=None):
+        r = self.rl(*args, env=env)
+        self.assertEqual(r.code, code, (args, r))
+        self.assertTrue(r.stderr.startswith("redlock: error: "), r)
+        self.assertEqual(r.stderr.count("\n"), 1, r)
+        self.assertIn(fragment, r.stderr)
+        self.assertNotIn("Traceback", r.stderr)
+        return r
+
+    def test_usage_errors_are_64(self):
+        self.assert_error(["acquire"], 64, "NAME")
+        self.assert_error(["acquire", "job", "--bogus"], 64, "bogus")
+        self.assert_error(["frobnicate"], 64, "frobnicate")
+        self.assert_error([], 64, "subcommand")
+        self.assert_error(["acquire", "job", "--ttl", "0"], 64, "--ttl")
+        self.assert_error(["acquire", "job", "--ttl", "-1s"], 64, "--ttl")
+        self.assert_error(["acquire", "job", "--ttl", "ten"], 64, "--ttl")
+        self.assert_error(["acquire", "job", "--ttl", "99999999h"], 64, "too large")
+        self.assert_error(["acquire", "job", "--ttl", "1ms"], 64, "validity")
+        self.assert_error(["acquire", "job", "-w", "soon"], 64, "--wait")
+        self.assert_error(["acquire", "job", "-n", "-w", "1s"], 64, "exclude")
+        self.assert_error(["acquire", ""], 64, "NAME must not be empty")
+        self.assert_error(["acquire", "job", "-E", "300"], 64, "")
+        self.assert_error(["acquire", "job", "--drift", "2"], 64, "")
+        self.assert_error(["--timeout", "0", "acquire", "job"], 64, "--timeout")
+        self.assertEqual(self.cluster.values("job"), [None] * 3)
+
+    def test_json_errors_are_one_object(self):
+        r = self.rl("--json", "acquire", "job", "--ttl", "0")
+        self.assertEqual(r.code, 64)
+        j = r.json()
+        self.assertEqual(j, {"version": 1, "command": "acquire",
+                             "error": {"code": 64, "message": j["error"]["message"]}})
+        r = self.rl("acquire", "job", servers="redis://[::1", env={"REDLOCK_JSON": "1"})
+        self.assertEqual(r.json()["error"]["code"], 78)
+
+    def test_configuration_errors_are_78(self):
+        self.assert_error(["acquire", "job"], 78, "unknown scheme", env={"REDLOCK_SERVERS": "http://x:1"})
+        self.assert_error(["acquire", "job"], 78, "port", env={"REDLOCK_SERVERS": "127.0.0.1:99999"})
+        s = self.cluster.servers[0]
+        self.assert_error(["acquire", "job"], 78, "listed twice",
+                          env={"REDLOCK_SERVERS": "%s,redis://127.0.0.1:%d" % (s.address, s.port)})
+        self.assertEqual(self.cluster.values("job"), [None] * 3)
+
+    def test_the_same_server_under_two_names_is_78_and_leaves_nothing(self):
+        s = self.cluster.servers[0]
+        servers = "127.0.0.1:%d,localhost:%d" % (s.port, s.port)
+        for args in (["acquire", "job"], ["status", "job"], ["release", "job", "--force"]):
+            r = redlock(args, servers=servers)
+            self.assertEqual(r.code, 78, (args, r))
+            self.assertIn("same Redis server", r.stderr)
+        self.assertIsNone(s.get("job"))
+
+    def test_password_never_shown(self):
+        s = self.cluster.servers[0]
+        r = redlock(["--json", "acquire", "job"], servers="redis://u:hunter2@127.0.0.1:%d" % s.port)
+        self.assertEqual(r.code, 69, r)
+        self.assertNotIn("hunter2", r.stdout + r.stderr)
+        self.assertIn("redis://u:***@127.0.0.1:%d" % s.port, r.stdout)
+
+    def test_no_servers(self):
+        r = redlock(["-S", ",", "acquire", "job"])
+        self.assertEqual(r.code, 78, r)
+        self.assertIn("no server", r.stderr)
+        r = redlock(["acquire", "job"], env={"REDLOCK_SERVERS": " , "})
+        self.assertEqual(r.code, 78, r)
+        self.assertIn("REDLOCK_SERVERS", r.stderr)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,157 @@
+"""Servers that fail: frozen (SIGSTOP), answering garbage, nothing listening, a flushed script cache.
+A dead or frozen server costs at most --timeout and never blocks the answer of the others."""
+
+import socket
+import threading
+import time
+
+from harness import ClusterTest, main, redlock, free_port
+
+
+class Frozen(ClusterTest):
+    def test_two_of_five_frozen_cost_no_more_than_the_timeout(self):
+        self.cluster.servers[1].freeze()
+        self.cluster.servers[3].freeze()
+        r = self.rl("--timeout", "500ms", "--json", "acquire", "job")
+        self.assertEqual(r.code, 0, r)
+        j = r.json()
+        self.assertLess(j["elapsed_ms"], 500)
+        self.assertLess(r.elapsed, 0.5)
+        results = [s["result"] for s in j["servers"]]
+        self.assertEqual(results.count("locked"), 3, results)
+        token = j["token"]
+        # release waits for the frozen ones at most --timeout each, in parallel.
+        start = time.monotonic()
+        rel = self.rl("--timeout", "500ms", "release", "job", "--token", token)
+        self.assertEqual(rel.code, 0, rel)
+        self.assertLess(time.monotonic() - start, 1.0)
+
+    def test_three_of_five_frozen_is_69_quickly_and_leaves_no_key(self):
+        for i in (0, 2, 4):
+            self.cluster.servers[i].freeze()
+        r = self.rl("--timeout", "200ms", "--json", "acquire", "job")
+        self.assertEqual(r.code, 69, r)
+        self.assertLess(r.elapsed, 1.0)
+        j = r.json()
+        self.assertEqual(j["reason"], "no_quorum")
+        self.assertEqual([s["result"] for s in j["servers"]].count("timeout"), 3)
+        self.assertIsNone(self.cluster.servers[1].get("job"))
+        self.assertIsNone(self.cluster.servers[3].get("job"))
+        # The frozen ones got the release right behind the acquire: nothing there when they wake.
+        for i in (0, 2, 4):
+            self.cluster.servers[i].thaw()
+        time.sleep(0.1)
+        self.assertEqual(self.cluster.values("job"), [None] * 5)
+
+    def test_waiting_acquire_with_no_quorum_gives_up_at_once(self):
+        for i in (0, 1, 2):
+            self.cluster.servers[i].freeze()
+        r = self.rl("--timeout", "100ms", "acquire", "job")
+        self.assertEqual(r.code, 69, r)
+        self.assertLess(r.elapsed, 1.0)
+        self.assertIn("no quorum", r.stderr)
+
+    def test_status_and_extend_with_frozen_servers(self):
+        token = self.rl("acquire", "job").stdout.strip()
+        self.cluster.servers[0].freeze()
+        self.cluster.servers[4].freeze()
+        st = self.rl("--timeout", "200ms", "--json", "status", "job")
+        self.assertEqual(st.code, 0, st)
+        self.assertLess(st.elapsed, 1.0)
+        self.assertEqual(st.json()["state"], "held")
+        ex = self.rl("--timeout", "200ms", "extend", "job", "--token", token)
+        self.assertEqual(ex.code, 0, ex)
+        self.assertLess(ex.elapsed, 0.5)
+        for i in (1, 2, 3):
+            self.cluster.servers[i].freeze()
+        st = self.rl("--timeout", "200ms", "status", "job")
+        self.assertEqual(st.code, 69, st)
+
+
+class ScriptCache(ClusterTest):
+    N = 3
+
+    def test_script_flush_is_handled_transparently(self):
+        token = self.rl("acquire", "job").stdout.strip()
+        for s in self.cluster.servers:
+            with s.client() as c:
+                c.call("SCRIPT", "FLUSH")
+        self.assertEqual(self.rl("extend", "job", "--token", token).code, 0)
+        for s in self.cluster.servers:
+            with s.client() as c:
+                c.call("SCRIPT", "FLUSH")
+        self.assertEqual(self.rl("release", "job", "--token", token).code, 0)
+        self.assertEqual(self.cluster.values("job"), [None] * 3)
+        for s in self.cluster.servers:
+            with s.client() as c:
+                c.call("SCRIPT", "FLUSH")
+        self.assertEqual(self.rl("acquire", "job").code, 0)
+
+    def test_restarted_servers_without_scripts(self):
+        self.assertEqual(self.rl("acquire", "a").code, 0)
+        for s in self.cluster.servers:
+            s.restart()
+        r = self.rl("--json", "acquire", "b")
+        self.assertEqual(r.code, 0, r)
+        self.assertGreaterEqual([s["result"] for s in r.json()["servers"]].count("locked"), 2)
+        st = self.rl("--json", "status", "b").json()
+        self.assertEqual(st["state"], "held")
+        self.assertTrue(all(s["ok"] for s in st["servers"]), st)
+
+
+class Garbage(ClusterTest):
+    N = 1
+
+    def garbage_server(self, payload):
+        sock = socket.socket()
+        sock.bind(("127.0.0.1", 0))
+        sock.listen(8)
+        stop = threading.Event()
+
+        def serve():
+            sock.settimeout(0.1)
+            while not stop.is_set():
+                try:
+                    c, _ = sock.accept()
+                except OSError:
+                    continue
+                try:
+                    c.sendall(payload)
+                    time.sleep(0.05)
+                finally:
+                    c.close()
+
+        t = threading.Thread(target=serve, daemon=True)
+        t.start()
+        self.addCleanup(lambda: (stop.set(), t.join(2), sock.close()))
+        return "127.0.0.1:%d" % sock.getsockname()[1]
+
+    def test_a_server_that_answers_garbage_is_69_not_a_crash(self):
+        addr = self.garbage_server(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
+        for args in (["acquire", "job"], ["status", "job"], ["release", "job", "--force"], ["extend", "job", "--token", "t"]):
+            r = redlock(["--timeout", "300ms"] + args, servers=addr)
+            self.assertEqual(r.code, 69, (args, r))
+            self.assertLess(r.elapsed, 1.5)
+            self.assertIn("not a Redis server", r.stderr + r.stdout)
+
+    def test_binary_junk_too(self):
+        addr = self.garbage_server(bytes(range(256)) * 4)
+        r = redlock(["--timeout", "300ms", "acquire", "-n", "job"], servers=addr)
+        self.assertEqual(r.code, 69, r)
+
+    def test_nothing_listening_is_69_at_once(self):
+        r = redlock(["--json", "acquire", "job"], servers="127.0.0.1:%d" % free_port())
+        self.assertEqual(r.code, 69, r)
+        self.assertLess(r.elapsed, 0.5)
+        self.assertIn("refused", r.json()["servers"][0]["error"])
+
+    def test_majority_of_bad_servers_with_one_good_one(self):
+        bad = self.garbage_server(b"-ERR not really\r\n" * 10)
+        servers = ",".join([self.cluster.servers[0].address, bad, "127.0.0.1:%d" % free_port()])
+        r = redlock(["acquire", "job"], servers=servers)
+        self.assertEqual(r.code, 69, r)
+        self.assertIsNone(self.cluster.servers[0].get("job"))
+
+
+if __name__ == "__main__":
+    main()

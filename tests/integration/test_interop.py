@@ -1,0 +1,53 @@
+"""The lock is a plain string with a PX expiry, as other Redlock clients write it: a redis-py Lock
+(Debian's python3-redis) on the same key on one server excludes us, we exclude it, and
+`release --token` frees its lock."""
+
+import sys
+
+from harness import ClusterTest, main
+
+sys.path.append("/usr/lib/python3/dist-packages")
+import redis  # noqa: E402
+
+
+class RedisPy(ClusterTest):
+    N = 1
+
+    def client(self):
+        return redis.Redis(host="127.0.0.1", port=self.cluster.servers[0].port)
+
+    def test_their_lock_excludes_us_and_we_can_free_it_with_their_token(self):
+        lock = self.client().lock("shared", timeout=30)
+        self.assertTrue(lock.acquire(blocking=False))
+        r = self.rl("acquire", "-n", "shared")
+        self.assertEqual(r.code, 75, r)
+        j = self.rl("--json", "status", "shared").json()
+        self.assertEqual(j["state"], "held")
+        their_token = lock.local.token.decode()
+        self.assertEqual(j["token"], their_token)
+        self.assertEqual(self.rl("release", "shared", "--token", "not-theirs").code, 1)
+        r = self.rl("release", "shared", "--token", their_token)
+        self.assertEqual(r.code, 0, r)
+        self.assertFalse(self.client().exists("shared"))
+
+    def test_our_lock_excludes_them_and_they_can_free_it(self):
+        token = self.rl("acquire", "shared").stdout.strip()
+        lock = self.client().lock("shared", timeout=30)
+        self.assertFalse(lock.acquire(blocking=False))
+        # A redis-py Lock that adopts our token releases with its own compare-and-delete.
+        theirs = self.client().lock("shared", timeout=30)
+        theirs.local.token = token.encode()
+        theirs.release()
+        self.assertFalse(self.client().exists("shared"))
+        self.assertEqual(self.rl("acquire", "-n", "shared").code, 0)
+
+    def test_their_lock_without_expiry_is_busy_not_an_error(self):
+        lock = self.client().lock("forever")
+        self.assertTrue(lock.acquire(blocking=False))
+        r = self.rl("--json", "acquire", "-w", "300ms", "forever")
+        self.assertEqual(r.code, 75, r)
+        self.assertEqual(r.json()["reason"], "timeout")
+
+
+if __name__ == "__main__":
+    main()
