@@ -1,0 +1,371 @@
+"""`redlock run`: exit statuses, signals, renewal, loss, nesting, the child's environment, --report,
+--min-hold/--max-hold, and concurrent read-modify-writes under a frozen server. Real servers, real
+signals, real processes."""
+
+import json
+import os
+import random
+import signal
+import stat
+import subprocess
+import tempfile
+import threading
+import time
+
+from harness import ClusterTest, main, pid_alive, redlock, spawn, wait_for, redlock_binary
+
+
+class RunTest(ClusterTest):
+    def setUp(self):
+        super().setUp()
+        self.tmp = tempfile.mkdtemp(prefix="redlock-run-")
+
+    def path(self, name):
+        return os.path.join(self.tmp, name)
+
+    def read_pid(self, name, timeout=5):
+        def ready():
+            try:
+                with open(self.path(name)) as f:
+                    text = f.read().strip()
+                return int(text) if text else None
+            except (OSError, ValueError):
+                return None
+        return wait_for(ready, timeout=timeout, what="pid file %s" % name)
+
+    def report(self, name="report.json"):
+        with open(self.path(name)) as f:
+            return json.load(f)
+
+
+class ExitStatus(RunTest):
+    def test_the_commands_own_status(self):
+        for code in (0, 3, 42):
+            r = self.rl("run", "job", "--", "sh", "-c", "exit %d" % code)
+            self.assertEqual(r.code, code, r)
+        self.assertEqual(self.cluster.values("job"), [None] * 5)
+
+    def test_killed_by_a_signal_is_128_plus_n(self):
+        r = self.rl("run", "job", "--", "sh", "-c", "kill -TERM $$")
+        self.assertEqual(r.code, 143, r)
+        r = self.rl("run", "job", "--", "sh", "-c", "kill -KILL $$")
+        self.assertEqual(r.code, 137, r)
+        self.assertEqual(self.cluster.values("job"), [None] * 5)
+
+    def test_not_found_127_not_executable_126(self):
+        r = self.rl("run", "job", "--", "no-such-command-anywhere")
+        self.assertEqual(r.code, 127, r)
+        self.assertIn("not found", r.stderr)
+        script = self.path("script")
+        with open(script, "w") as f:
+            f.write("#!/bin/sh\necho hi\n")
+        os.chmod(script, 0o644)
+        r = self.rl("run", "job", "--", script)
+        self.assertEqual(r.code, 126, r)
+        self.assertEqual(self.cluster.values("job"), [None] * 5)
+
+    def test_busy_75_or_conflict_code_and_the_command_never_runs(self):
+        self.rl("acquire", "job")
+        marker = self.path("ran")
+        r = self.rl("run", "-n", "job", "--", "touch", marker)
+        self.assertEqual(r.code, 75, r)
+        r = self.rl("run", "-n", "-E", "0", "job", "--", "touch", marker)
+        self.assertEqual(r.code, 0, r)
+        r = self.rl("run", "-w", "300ms", "job", "--", "touch", marker)
+        self.assertEqual(r.code, 75, r)
+        self.assertFalse(os.path.exists(marker))
+
+    def test_no_quorum_69(self):
+        for i in (0, 1, 2):
+            self.cluster.servers[i].freeze()
+        marker = self.path("ran")
+        r = self.rl("--timeout", "100ms", "run", "job", "--", "touch", marker)
+        self.assertEqual(r.code, 69, r)
+        self.assertFalse(os.path.exists(marker))
+
+    def test_usage_errors(self):
+        for args in (["run", "job"], ["run", "job", "-c", "true", "--", "true"],
+                     ["run", "job", "--renew", "40s", "--", "true"], ["run", "job", "--signal", "BOGUS", "--", "true"],
+                     ["run", "job", "--lost-exit-code", "256", "--", "true"]):
+            r = self.rl(*args)
+            self.assertEqual(r.code, 64, (args, r))
+            self.assertTrue(r.stderr.startswith("redlock: error: "), r)
+
+    def test_kill_after_longer_than_a_third_of_the_ttl_is_shortened_with_a_warning(self):
+        r = self.rl("run", "--ttl", "3s", "-k", "5s", "job", "--", "true")
+        self.assertEqual(r.code, 0, r)
+        self.assertIn("--kill-after 5s is longer than a third", r.stderr)
+        r = self.rl("run", "--ttl", "1s", "job", "--", "true")  # the default is shortened silently
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual(r.stderr, "")
+
+
+class Signals(RunTest):
+    def start(self, *extra, cmd=None):
+        cmd = cmd or ["sh", "-c", "echo $$ > %s; exec sleep 30" % self.path("child")]
+        p = spawn(["run", "job"] + list(extra) + ["--"] + cmd, servers=self.cluster,
+                  stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        child = self.read_pid("child")
+        return p, child
+
+    def test_forwarded_signals_end_the_child_with_an_honest_status(self):
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2):
+            with self.subTest(sig=sig.name):
+                os.unlink(self.path("child")) if os.path.exists(self.path("child")) else None
+                p, child = self.start()
+                self.assertEqual(self.cluster.servers[0].get("job") is not None, True)
+                os.kill(p.pid, sig)
+                p.wait(timeout=10)
+                self.assertEqual(p.returncode, 128 + sig, p.stderr.read())
+                self.assertFalse(pid_alive(child))
+                self.assertEqual(self.cluster.values("job"), [None] * 5)
+
+    def test_the_whole_group_gets_it_so_sh_c_cannot_swallow_it(self):
+        # sh waits for sleep (not exec'd): TERM must reach the grandchild too.
+        cmd = ["sh", "-c", "echo $$ > %s; sleep 30 & echo $! > %s; wait" % (self.path("child"), self.path("grand"))]
+        p, child = self.start(cmd=cmd)
+        grand = self.read_pid("grand")
+        os.kill(p.pid, signal.SIGTERM)
+        p.wait(timeout=10)
+        wait_for(lambda: not pid_alive(grand), timeout=5, what="grandchild to end")
+        self.assertFalse(pid_alive(child))
+
+    def test_sigkill_of_redlock_takes_the_child_with_it(self):
+        p, child = self.start()
+        os.kill(p.pid, signal.SIGKILL)
+        p.wait(timeout=10)
+        wait_for(lambda: not pid_alive(child), timeout=5, what="child to die with its parent")
+
+    def test_a_signal_while_waiting_ends_the_wait_and_the_command_never_runs(self):
+        self.rl("acquire", "job")
+        marker = self.path("ran")
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            with self.subTest(sig=sig.name):
+                p = spawn(["run", "job", "--report", self.path("r.json"), "--", "touch", marker],
+                          servers=self.cluster, stderr=subprocess.PIPE)
+                time.sleep(0.3)
+                os.kill(p.pid, sig)
+                p.wait(timeout=10)
+                self.assertEqual(p.returncode, 128 + sig)
+                self.assertFalse(os.path.exists(marker))
+                rep = self.report("r.json")
+                self.assertEqual(rep["outcome"], "interrupted")
+
+
+class KeepingAndLosing(RunTest):
+    def test_renewal_keeps_the_lock_across_several_ttls_while_others_are_refused(self):
+        p = spawn(["run", "--ttl", "1s", "--report", self.path("report.json"), "job", "--", "sleep", "3.5"],
+                  servers=self.cluster)
+        wait_for(lambda: self.cluster.servers[0].get("job"), what="the lock")
+        refused = 0
+        deadline = time.monotonic() + 3.0
+        while time.monotonic() < deadline:
+            r = self.rl("acquire", "-n", "job")
+            self.assertEqual(r.code, 75, r)
+            refused += 1
+            time.sleep(0.25)
+        p.wait(timeout=10)
+        self.assertEqual(p.returncode, 0)
+        self.assertGreaterEqual(refused, 8)
+        rep = self.report()
+        self.assertGreaterEqual(rep["renewals"], 7)
+        self.assertEqual(rep["outcome"], "child_exited")
+        self.assertEqual(self.rl("acquire", "-n", "job").code, 0)
+
+    def test_lost_mid_run_kills_the_child_and_exits_79_without_touching_the_other_lock(self):
+        start = time.monotonic()
+        p = spawn(["run", "--ttl", "2s", "--renew", "300ms", "-k", "300ms", "--report", self.path("report.json"),
+                   "job", "--", "sh", "-c", "echo $$ > %s; exec sleep 30" % self.path("child")],
+                  servers=self.cluster, stderr=subprocess.PIPE)
+        child = self.read_pid("child")
+        for s in self.cluster.servers:
+            with s.client() as c:
+                c.call("SET", "job", "thief", "PX", 60000)
+        p.wait(timeout=10)
+        self.assertEqual(p.returncode, 79, p.stderr.read())
+        self.assertFalse(pid_alive(child))
+        self.assertLess(time.monotonic() - start, 2.0)
+        self.assertEqual(self.cluster.values("job"), [b"thief"] * 5)
+        self.assertTrue(all(s.pttl("job") > 50000 for s in self.cluster.servers))
+        rep = self.report()
+        self.assertEqual(rep["outcome"], "lost")
+        self.assertEqual(rep["signal"], "SIGTERM")
+
+    def test_renewals_failing_kill_the_child_before_the_validity_can_end(self):
+        # The child ignores TERM: SIGKILL after --kill-after, still before TTL - drift from the start.
+        cmd = "trap '' TERM; echo $$ > %s; while :; do sleep 0.05; done" % self.path("child")
+        start = time.monotonic()
+        p = spawn(["--timeout", "50ms", "run", "--ttl", "1500ms", "-k", "300ms", "--lost-exit-code", "99", "job",
+                   "--", "sh", "-c", cmd], servers=self.cluster, stderr=subprocess.PIPE)
+        child = self.read_pid("child")
+        for i in (0, 2, 4):
+            self.cluster.servers[i].freeze()
+        died = wait_for(lambda: None if pid_alive(child) else time.monotonic(), timeout=10, interval=0.002,
+                        what="the child to be killed")
+        p.wait(timeout=10)
+        self.assertEqual(p.returncode, 99, p.stderr.read())
+        # The validity of the lock ends no sooner than start + TTL - drift (1.5s - 17ms).
+        self.assertLess(died - start, 1.483)
+
+    def test_min_hold_keeps_the_lock_after_the_command(self):
+        r = self.rl("run", "--min-hold", "1.5s", "--report", self.path("report.json"), "job", "--", "true")
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual(self.rl("acquire", "-n", "job").code, 75)
+        ttl = self.cluster.servers[0].pttl("job")
+        self.assertTrue(1000 < ttl <= 1500, ttl)
+        self.assertEqual(self.report()["min_hold_ms"] > 1000, True)
+        time.sleep(1.6)
+        self.assertEqual(self.rl("acquire", "-n", "job").code, 0)
+
+    def test_max_hold_stops_renewing_and_treats_the_lock_as_lost(self):
+        start = time.monotonic()
+        r = self.rl("run", "--ttl", "3s", "--max-hold", "800ms", "--report", self.path("report.json"), "job", "--",
+                    "sleep", "10")
+        self.assertEqual(r.code, 79, r)
+        self.assertLess(time.monotonic() - start, 2.0)
+        rep = self.report()
+        self.assertEqual(rep["outcome"], "lost")
+        self.assertIn("max-hold", rep["message"])
+        self.assertEqual(self.cluster.values("job"), [None] * 5)
+
+    def test_a_failed_release_warns_but_keeps_the_exit_status(self):
+        cmd = "redis-cli -p %d DEL job >/dev/null; redis-cli -p %d DEL job >/dev/null; " \
+              "redis-cli -p %d DEL job >/dev/null; exit 7" % tuple(s.port for s in self.cluster.servers[:3])
+        r = self.rl("run", "--report", self.path("report.json"), "job", "--", "sh", "-c", cmd)
+        self.assertEqual(r.code, 7, r)
+        self.assertIn("release failed", r.stderr)
+        rep = self.report()
+        self.assertIs(rep["released"], False)
+        self.assertIn("release_error", rep)
+
+
+class Child(RunTest):
+    def test_environment_of_the_child(self):
+        out = self.path("env")
+        for s in self.cluster.servers:
+            with s.client() as c:
+                c.call("CONFIG", "SET", "requirepass", "pw-not-for-children")
+        try:
+            r = self.rl("run", "--ttl", "7s", "job", "--", "sh", "-c", "env > %s" % out,
+                        env={"REDLOCK_PASSWORD": "pw-not-for-children", "KEEP_ME": "yes"})
+        finally:
+            for s in self.cluster.servers:
+                with s.client(password="pw-not-for-children") as c:
+                    c.call("CONFIG", "SET", "requirepass", "")
+        self.assertEqual(r.code, 0, r)
+        with open(out) as f:
+            env = dict(line.split("=", 1) for line in f.read().splitlines() if "=" in line)
+        self.assertEqual(env["REDLOCK_NAME"], "job")
+        self.assertEqual(env["REDLOCK_KEY"], "job")
+        self.assertRegex(env["REDLOCK_TOKEN"], r"^[0-9a-f]{32}$")
+        self.assertRegex(env["REDLOCK_FENCE"], r"^[1-9][0-9]*$")
+        self.assertEqual(env["REDLOCK_TTL_MS"], "7000")
+        self.assertEqual(env["KEEP_ME"], "yes")
+        self.assertNotIn("REDLOCK_PASSWORD", env)
+        with open(out) as f:
+            self.assertNotIn("pw-not-for-children", f.read())
+
+    def test_stdin_stdout_stderr_are_the_childs(self):
+        r = redlock(["run", "job", "--", "sh", "-c", "cat; echo to-stderr >&2"], servers=self.cluster,
+                    input=b"line one\nline two\n")
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual(r.out, b"line one\nline two\n")
+        self.assertEqual(r.err, b"to-stderr\n")
+
+    def test_dash_c_runs_the_shell(self):
+        r = self.rl("run", "job", "-c", "echo $((6*7)) $REDLOCK_NAME")
+        self.assertEqual(r.out, b"42 job\n")
+        r = self.rl("run", "job", "-c", 'echo "${BASH_VERSION:+bash}"', env={"SHELL": "/bin/bash"})
+        self.assertEqual(r.out, b"bash\n")
+
+    def test_nested_run_and_acquire_reenter_and_do_not_release(self):
+        inner = "%s run job -- sh -c 'echo inner:$REDLOCK_TOKEN'; %s acquire job; %s status job >/dev/null; " \
+                "echo status:$?" % ((redlock_binary(),) * 3)
+        start = time.monotonic()
+        r = self.rl("run", "job", "--", "sh", "-c", "echo outer:$REDLOCK_TOKEN; " + inner)
+        self.assertEqual(r.code, 0, r)
+        self.assertLess(time.monotonic() - start, 5)
+        lines = r.stdout.splitlines()
+        token = lines[0].split(":", 1)[1]
+        self.assertEqual(lines[1], "inner:" + token)
+        self.assertEqual(lines[2], token)
+        self.assertEqual(lines[3], "status:0")  # still held after the nested run and acquire ended
+        self.assertEqual(self.cluster.values("job"), [None] * 5)
+
+    def test_nested_run_of_another_name_is_a_lock_of_its_own(self):
+        r = self.rl("run", "outer", "--", redlock_binary(), "run", "inner", "--", "sh", "-c",
+                    "%s status outer >/dev/null && %s status inner >/dev/null && echo both" %
+                    (redlock_binary(), redlock_binary()))
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual(r.out, b"both\n")
+
+    def test_report_is_written_whatever_the_outcome(self):
+        cases = [
+            (["run", "job", "--", "true"], 0, "child_exited"),
+            (["run", "job", "--", "sh", "-c", "kill -USR1 $$"], 138, "child_signaled"),
+            (["run", "job", "--", "no-such-command-anywhere"], 127, "error"),
+        ]
+        for args, code, outcome in cases:
+            path = self.path("r.json")
+            r = self.rl(*(args[:2] + ["--report", path] + args[2:]))
+            self.assertEqual(r.code, code, r)
+            rep = json.load(open(path))
+            self.assertEqual(rep["outcome"], outcome, rep)
+            self.assertEqual(stat.S_IMODE(os.stat(path).st_mode), 0o600)
+            for key in ("version", "command", "name", "key", "outcome", "child_exit", "signal", "token", "fence",
+                        "held_ms", "renewals"):
+                self.assertIn(key, rep)
+        self.assertEqual(rep["command"], "run")
+        self.rl("acquire", "job")
+        r = self.rl("run", "-n", "job", "--report", self.path("busy.json"), "--", "true")
+        self.assertEqual(self.report("busy.json")["outcome"], "busy")
+        r = self.rl("run", "job", "--report", self.path("bad.json"), "--ttl", "0", "--", "true")
+        self.assertEqual(r.code, 64)
+        self.assertEqual(self.report("bad.json")["outcome"], "error")
+
+
+class Concurrent(RunTest):
+    def test_eight_loops_never_lose_an_update_with_a_server_frozen_now_and_then(self):
+        counter = self.path("counter")
+        with open(counter, "w") as f:
+            f.write("0")
+        # Read, pause, write: any overlap of two holders loses an update.
+        body = "n=$(cat %s); sleep 0.002; echo $((n+1)) > %s" % (counter, counter)
+        runs_each = 12
+        failures = []
+        successes = []
+
+        def worker():
+            for _ in range(runs_each):
+                r = redlock(["--timeout", "100ms", "run", "-w", "60s", "--ttl", "5s", "counter", "--", "sh", "-c",
+                             body], servers=self.cluster)
+                (successes if r.code == 0 else failures).append(r)
+
+        stop = threading.Event()
+
+        def freezer():
+            rnd = random.Random(7)
+            while not stop.is_set():
+                s = self.cluster.servers[rnd.randrange(5)]
+                s.freeze()
+                stop.wait(0.2)
+                s.thaw()
+                stop.wait(0.3)
+
+        threads = [threading.Thread(target=worker) for _ in range(8)]
+        f = threading.Thread(target=freezer)
+        f.start()
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=240)
+        stop.set()
+        f.join()
+        self.assertEqual(failures, [])
+        with open(counter) as fh:
+            self.assertEqual(int(fh.read()), len(successes))
+        self.assertEqual(len(successes), 8 * runs_each)
+
+
+if __name__ == "__main__":
+    main()
