@@ -327,7 +327,7 @@ AcquireResult Redlock::acquire(const LockSpec& spec, const WaitOptions& wait) {
       // Subscribe, then try once more at once: a release between our first attempt and the
       // subscription would otherwise go unheard.
       subscribing = true;
-      network_.subscribe(spec.keys.channel, [wake, this](std::size_t, std::string_view message) {
+      network_.subscribe(spec.keys.channel, [wake, this, ttl = spec.ttl](std::size_t, std::string_view message) {
         if (!wake->active) return;
         TimePoint t = network_.now();
         bool subscribed = network_.subscribed() >= network_.size() - quorum_size(network_.size()) + 1;
@@ -337,7 +337,7 @@ AcquireResult Redlock::acquire(const LockSpec& spec, const WaitOptions& wait) {
           std::from_chars(digits.data(), digits.data() + digits.size(), waiters);
           wake->next = wake->plan->on_released(t, wake->next, waiters);
         } else if (message == "acquired") {
-          wake->next = wake->plan->on_acquired(t, wake->next, subscribed);
+          wake->next = wake->plan->on_acquired(t, ttl, subscribed);
         } else if (message == "subscribed" && wake->settled) {
           // A subscription came back after a break: a release may have gone unheard.
           wake->next = wake->plan->on_released(t, wake->next, 1);

@@ -38,9 +38,9 @@ TimePoint WaitPlan::on_released(TimePoint now, TimePoint planned, std::size_t wa
   return now + jittered(window, 0.0, 1.0);
 }
 
-TimePoint WaitPlan::on_acquired(TimePoint now, TimePoint planned, bool subscribed) {
+TimePoint WaitPlan::on_acquired(TimePoint now, Duration ttl_guess, bool subscribed) {
   TimePoint slow = now + (subscribed ? jittered(fallback(), 0.75, 1.25) : jittered(retry_delay_, 0.5, 1.5));
-  return std::max(planned, slow);
+  return std::min(slow, now + ttl_guess + jittered(std::max(slot_, kMinSlot), 0.0, 4.0));
 }
 
 void WaitPlan::observe_round_trip(Duration rtt) { slot_ = std::max(kMinSlot, 2 * rtt); }

@@ -28,8 +28,10 @@ class WaitPlan {
   TimePoint after_attempt(TimePoint now, bool split_vote, std::optional<Duration> holder_free_in, bool subscribed);
   // A release was announced; WAITERS is how many are subscribed (ourselves included).
   TimePoint on_released(TimePoint now, TimePoint planned, std::size_t waiters);
-  // Another waiter took the lock: back to the slow schedule.
-  TimePoint on_acquired(TimePoint now, TimePoint planned, bool subscribed);
+  // Another waiter took the lock: back to sleep until its lock could expire if it never
+  // announces a release (TTL_GUESS: ours, as holders of one name mostly share it), or the slow
+  // schedule, whichever comes first.
+  TimePoint on_acquired(TimePoint now, Duration ttl_guess, bool subscribed);
   // A round trip seen in the last attempt: the unit of the spread.
   void observe_round_trip(Duration rtt);
 
