@@ -1,5 +1,6 @@
 #include "common.hpp"
 
+#include <fcntl.h>
 #include <pwd.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -10,11 +11,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <iostream>
 
 #include "duration.hpp"
 #include "error.hpp"
+#include "fd.hpp"
 
 namespace redlock::cli {
 
@@ -26,9 +27,13 @@ std::optional<std::string> env(const char* name) {
   return std::string(v);
 }
 
+// The first line of PATH, refused when the file is readable by group or others (as ssh does with
+// keys). The mode is checked on the descriptor that is read, so a file swapped in between cannot slip by.
 std::string read_password_file(const std::string& path) {
+  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK));
+  if (!fd) config_error("--password-file '" + path + "': " + std::strerror(errno));
   struct stat st {};
-  if (stat(path.c_str(), &st) != 0) config_error("--password-file '" + path + "': " + std::strerror(errno));
+  if (fstat(fd.get(), &st) != 0) config_error("--password-file '" + path + "': " + std::strerror(errno));
   if (!S_ISREG(st.st_mode)) config_error("--password-file '" + path + "' is not a regular file");
   if (st.st_mode & (S_IRGRP | S_IROTH)) {
     char mode[8];
@@ -36,21 +41,43 @@ std::string read_password_file(const std::string& path) {
     config_error("--password-file '" + path + "' is readable by group or others (mode " + mode +
                  "); make it private with chmod 600");
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) config_error("--password-file '" + path + "': cannot read it");
-  std::string password;
-  std::getline(in, password);
+  std::string content;
+  char buf[4096];
+  for (;;) {
+    ssize_t n = ::read(fd.get(), buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) config_error("--password-file '" + path + "': " + std::strerror(errno));
+    if (n == 0) break;
+    content.append(buf, static_cast<std::size_t>(n));
+    if (content.size() > 64 * 1024) config_error("--password-file '" + path + "' is too large for a password");
+  }
+  std::string password = content.substr(0, content.find('\n'));
   if (!password.empty() && password.back() == '\r') password.pop_back();
   if (password.empty()) config_error("--password-file '" + path + "' is empty");
   return password;
 }
 
+// A server whose ACL user has no password would silently be used as the default user: refuse it.
+void check_credentials(const std::vector<ServerUrl>& servers, const TransportOptions& t) {
+  for (const auto& s : servers) {
+    const auto& user = s.user ? s.user : t.user;
+    const auto& password = s.password ? s.password : t.password;
+    if (user && !password) {
+      config_error("server " + s.redacted() + ": ACL user '" + printable(*user) +
+                   "' without a password (give it in the URL, --password-file or REDLOCK_PASSWORD)");
+    }
+  }
+}
+
 }  // namespace
 
 void setup_global_options(CLI::App& app, GlobalOptions& o) {
+  // One value per -S (repeatable), so that `status -S URL NAME` leaves NAME alone.
   app.add_option("-S,--servers", o.servers, "Redis masters, URL[,URL...] (repeatable)")
       ->type_name("URL[,URL...]")
-      ->take_all();
+      ->type_size(1)
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   app.add_option("--timeout", o.timeout, "deadline for one request to one server, connect included")
       ->type_name("DUR")
       ->envname("REDLOCK_TIMEOUT")
@@ -112,6 +139,7 @@ std::unique_ptr<Transport> connect_servers(const GlobalOptions& options) {
   } else if (auto p = env("REDLOCK_PASSWORD"); p && !p->empty()) {
     t.password = *p;
   }
+  check_credentials(servers, t);
   t.tls = TlsOptions{options.tls_ca, options.tls_cert, options.tls_key, options.tls_server_name, options.tls_insecure};
   bool any_tls = false;
   for (const auto& s : servers) any_tls = any_tls || s.scheme == ServerUrl::Scheme::Tls;

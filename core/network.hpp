@@ -84,6 +84,8 @@ class Network {
   virtual void subscribe(const std::string& channel, MessageCallback on_message) = 0;
   // How many servers have confirmed the subscription.
   virtual std::size_t subscribed() const = 0;
+  // Closes the subscriptions (the wait is over).
+  virtual void unsubscribe() = 0;
 
   // The server's URL as it may be printed (password as ***).
   virtual std::string describe(std::size_t server) const = 0;

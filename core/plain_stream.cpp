@@ -162,6 +162,14 @@ class PlainStream final : public Stream {
       socket_.reset();
       return try_next_address();
     }
+    // No error is also what a connect still in progress reports (when asked before the socket
+    // became writable, say by a request queued meanwhile): only a peer address means connected.
+    sockaddr_storage peer{};
+    socklen_t peer_len = sizeof peer;
+    if (getpeername(socket_.get(), reinterpret_cast<sockaddr*>(&peer), &peer_len) != 0) {
+      if (errno == ENOTCONN) return Status::WantWrite;
+      return fail(errno_text("getpeername", errno));
+    }
     connected_ = true;
     return Status::Ok;
   }
@@ -192,7 +200,10 @@ class PlainStream final : public Stream {
       }
       if (errno == EINTR) continue;
       if (errno == EAGAIN) return Status::WantWrite;
-      if (errno == EPIPE || errno == ECONNRESET) return Status::Closed;
+      if (errno == EPIPE || errno == ECONNRESET) {
+        error_ = errno_text("write", errno);  // the words for what closed it, for a TLS stream above
+        return Status::Closed;
+      }
       return fail(errno_text("write", errno));
     }
     return Status::Ok;

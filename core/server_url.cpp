@@ -102,16 +102,20 @@ void parse_host_port(std::string_view hostport, ServerUrl& url, const std::strin
 
 }  // namespace
 
-std::string ServerUrl::redacted() const {
+std::string ServerUrl::redacted() const { return format(true); }
+
+std::string ServerUrl::without_password() const { return format(false); }
+
+std::string ServerUrl::format(bool mark_password) const {
   std::string out;
   switch (scheme) {
     case Scheme::Tcp: out = "redis://"; break;
     case Scheme::Tls: out = "rediss://"; break;
     case Scheme::Unix: out = "unix://"; break;
   }
-  if (user || password) {
+  if (user || (password && mark_password)) {
     if (user) out += *user;
-    if (password) out += ":***";
+    if (password && mark_password) out += ":***";
     out += "@";
   }
   if (scheme == Scheme::Unix) {

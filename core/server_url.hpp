@@ -23,8 +23,13 @@ struct ServerUrl {
 
   // The URL with the password shown as "***": the only form that may be printed.
   std::string redacted() const;
+  // The URL without its password (the user stays): what may be handed on to a child process.
+  std::string without_password() const;
   // What makes two entries the same server before connecting: "tcp:host:port" or "unix:path".
   std::string address() const;
+
+ private:
+  std::string format(bool mark_password) const;
 };
 
 // Throws a configuration error that says what is wrong with TEXT (without echoing a password).

@@ -18,6 +18,9 @@ namespace {
 constexpr std::size_t kMaxAbandoned = 32;
 // A subscription that broke is re-established no sooner than this.
 constexpr Duration kResubscribeDelay = std::chrono::seconds(1);
+// Subscriptions are not on anyone's critical path: a busy server gets at least this long to confirm
+// one, so that it does not flap (and its waiter fall back to polling) under load.
+constexpr Duration kMinSubscribeDeadline = std::chrono::seconds(1);
 
 bool starts_with(const std::string& s, std::string_view prefix) { return s.compare(0, prefix.size(), prefix) == 0; }
 
@@ -108,7 +111,7 @@ class Transport::Connection {
     Pending p;
     p.kind = Pending::Kind::Subscribe;
     p.sent = now;
-    p.deadline = now + owner_.options_.timeout;
+    p.deadline = now + std::max(owner_.options_.timeout, kMinSubscribeDeadline);
     encode_argv({"SUBSCRIBE", channel_});
     pending_.push_back(std::move(p));
     drive(now);
@@ -141,14 +144,17 @@ class Transport::Connection {
     std::size_t abandoned = 0;
     for (auto& p : pending_) {
       if (p.kind == Pending::Kind::Subscribe && now >= p.deadline) {
-        fail(Failure::Timeout, "no subscription confirmed within " + ms_text(owner_.options_.timeout), now);
+        fail(Failure::Timeout, "no subscription confirmed within " + ms_text(p.deadline - p.sent), now);
         return;
       }
       if (p.done && now >= p.deadline) {
         auto done = std::move(p.done);
         p.done = nullptr;
         std::string why = connected_ ? "no answer within " + ms_text(owner_.options_.timeout)
-                                     : "connect timed out after " + ms_text(owner_.options_.timeout);
+                          : url().scheme == ServerUrl::Scheme::Tls
+                              ? "connect or TLS handshake timed out after " + ms_text(owner_.options_.timeout) +
+                                    " (is it a TLS port?)"
+                              : "connect timed out after " + ms_text(owner_.options_.timeout);
         finish(done, Failure::Timeout, why, now - p.sent);
       }
       if (!p.done) ++abandoned;
@@ -181,7 +187,7 @@ class Transport::Connection {
         out_pos_ = 0;
       }
       if (st == Stream::Status::Closed) return fail(Failure::Closed, "connection closed by the server", now);
-      if (st == Stream::Status::Failed) return fail(Failure::Io, stream_->error(), now);
+      if (st == Stream::Status::Failed) return fail(stream_failure(), stream_->error(), now);
     }
     in_.clear();
     auto st = stream_->read(in_);
@@ -191,8 +197,11 @@ class Transport::Connection {
     }
     want_write_ = st == Stream::Status::WantWrite;
     if (st == Stream::Status::Closed) return fail(Failure::Closed, "connection closed by the server", now);
-    if (st == Stream::Status::Failed) return fail(Failure::Io, stream_->error(), now);
+    if (st == Stream::Status::Failed) return fail(stream_failure(), stream_->error(), now);
   }
+
+  // The TLS layer words its failures "TLS …"; anything else is the socket's.
+  Failure stream_failure() const { return starts_with(stream_->error(), "TLS") ? Failure::Tls : Failure::Io; }
 
   // Marks this connection as a second connection to a server already configured.
   void set_duplicate(std::string message) {
@@ -338,7 +347,7 @@ class Transport::Connection {
     std::size_t written = 0;
     auto st = stream_->write(std::string_view(out_).substr(out_pos_), written);
     out_pos_ += written;
-    if (st == Stream::Status::Failed) fail(Failure::Io, stream_->error(), now);
+    if (st == Stream::Status::Failed) fail(stream_failure(), stream_->error(), now);
   }
 
   bool on_pubsub(const Reply& reply, TimePoint now) {
@@ -515,6 +524,8 @@ std::size_t Transport::subscribed() const {
   return static_cast<std::size_t>(
       std::count_if(subscribers_.begin(), subscribers_.end(), [](const auto& s) { return s->subscribed(); }));
 }
+
+void Transport::unsubscribe() { subscribers_.clear(); }
 
 std::string Transport::describe(std::size_t server) const { return servers_.at(server).redacted(); }
 

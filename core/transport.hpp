@@ -39,6 +39,7 @@ class Transport final : public Network {
   void flush(TimePoint deadline) override;
   void subscribe(const std::string& channel, MessageCallback on_message) override;
   std::size_t subscribed() const override;
+  void unsubscribe() override;
   std::string describe(std::size_t server) const override;
 
   // Watches FD for the front end (a signal self-pipe, a child's pidfd): ON_READABLE runs inside

@@ -9,6 +9,7 @@ import json
 import os
 import shutil
 import signal
+import ssl
 import socket
 import subprocess
 import tempfile
@@ -48,13 +49,20 @@ class RespError(Exception):
 class Resp:
     """A blocking RESP2 client for looking at servers from tests (binary-safe)."""
 
-    def __init__(self, port=None, host="127.0.0.1", path=None, timeout=2.0, password=None, user=None):
+    def __init__(self, port=None, host="127.0.0.1", path=None, timeout=2.0, password=None, user=None, tls=None):
         if path:
             self.sock = socket.socket(socket.AF_UNIX)
             self.sock.settimeout(timeout)
             self.sock.connect(path)
         else:
             self.sock = socket.create_connection((host, port), timeout=timeout)
+        if tls is not None:
+            # TLS: an ssl.SSLContext made by the test (TlsServer.client_context, say).
+            try:
+                self.sock = tls.wrap_socket(self.sock, server_hostname=host)
+            except Exception:
+                self.sock.close()
+                raise
         self.buf = b""
         if password is not None:
             self.call(*(["AUTH", user, password] if user else ["AUTH", password]))
@@ -153,7 +161,7 @@ class Server:
     def _start(self, timeout):
         d = os.path.join(self.workdir, "s%d" % self.index)
         os.makedirs(d, exist_ok=True)
-        args = ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
+        args = ["redis-server"] + self.listen_args() + ["--bind", "127.0.0.1", "--save", "",
                 "--appendonly", "no", "--dir", d, "--logfile", os.path.join(d, "log"),
                 "--daemonize", "no"]
         if self.unix_path:
@@ -179,6 +187,10 @@ class Server:
                 pass
             time.sleep(0.02)
         raise RuntimeError("redis-server on port %d did not answer within %.0fs" % (self.port, timeout))
+
+    def listen_args(self):
+        """Where redis-server listens (TlsServer listens with TLS instead)."""
+        return ["--port", str(self.port)]
 
     def log_tail(self):
         try:
@@ -219,6 +231,96 @@ class Server:
     def pttl(self, key):
         with self.client() as c:
             return c.call("PTTL", key)
+
+
+class Pki:
+    """A throw-away CA with server and client certificates, made with the openssl command in DIR.
+
+    server(name, sans, expired=False) and client(name) return (certificate, key) paths; the
+    certificates are signed by this CA (or by another one: Pki(dir, "other-ca") is a second CA)."""
+
+    # P-256 keys: made in milliseconds, where RSA keys take a good part of a second each.
+    NEW_KEY = ("-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes")
+
+    def __init__(self, directory, ca_name="redlock-test-ca"):
+        self.dir = directory
+        os.makedirs(directory, exist_ok=True)
+        self.ca_key = os.path.join(directory, "ca.key")
+        self.ca_cert = os.path.join(directory, "ca.crt")
+        self._openssl("req", "-x509", *self.NEW_KEY, "-keyout", self.ca_key, "-out", self.ca_cert,
+                      "-days", "2", "-subj", "/CN=" + ca_name, "-addext", "basicConstraints=critical,CA:TRUE",
+                      "-addext", "keyUsage=critical,keyCertSign,cRLSign")
+        # `openssl ca` sets arbitrary validity dates (for an expired certificate) without faking the clock.
+        self.db = os.path.join(directory, "cadb")
+        os.makedirs(self.db, exist_ok=True)
+        open(os.path.join(self.db, "index.txt"), "w").close()
+        with open(os.path.join(self.db, "serial"), "w") as f:
+            f.write("1000\n")
+        self.config = os.path.join(directory, "ca.cnf")
+        with open(self.config, "w") as f:
+            f.write("[ca]\ndefault_ca = test\n[test]\ndatabase = %s\nnew_certs_dir = %s\nserial = %s\n"
+                    "default_md = sha256\npolicy = any\nunique_subject = no\ncopy_extensions = none\n"
+                    "[any]\ncommonName = supplied\n" % (os.path.join(self.db, "index.txt"), self.db,
+                                                          os.path.join(self.db, "serial")))
+
+    def _openssl(self, *args):
+        r = subprocess.run(["openssl"] + list(args), capture_output=True, timeout=60)
+        if r.returncode != 0:
+            raise RuntimeError("openssl %s failed: %s" % (args[0], r.stderr.decode(errors="replace")))
+
+    def _issue(self, name, extensions, expired=False):
+        key = os.path.join(self.dir, name + ".key")
+        csr = os.path.join(self.dir, name + ".csr")
+        cert = os.path.join(self.dir, name + ".crt")
+        ext = os.path.join(self.dir, name + ".ext")
+        with open(ext, "w") as f:
+            f.write(extensions)
+        self._openssl("req", *self.NEW_KEY, "-keyout", key, "-out", csr, "-subj", "/CN=" + name)
+        if expired:
+            dates = ["-startdate", "20200101000000Z", "-enddate", "20200102000000Z"]
+        else:
+            dates = ["-days", "2"]
+        self._openssl("ca", "-batch", "-notext", "-config", self.config, "-cert", self.ca_cert, "-keyfile", self.ca_key,
+                      "-in", csr, "-out", cert, "-extfile", ext, *dates)
+        return cert, key
+
+    def server(self, name, sans, expired=False):
+        """A server certificate for NAME valid for SANS (e.g. ["DNS:localhost", "IP:127.0.0.1"])."""
+        return self._issue(name, "subjectAltName=%s\nextendedKeyUsage=serverAuth\n" % ",".join(sans), expired)
+
+    def client(self, name):
+        return self._issue(name, "extendedKeyUsage=clientAuth\n")
+
+
+class TlsServer(Server):
+    """A redis-server that speaks TLS only (--port 0 --tls-port P), with CERT and KEY, trusting CA for
+    client certificates (asked for when AUTH_CLIENTS). The harness talks to it with CLIENT_CERT."""
+
+    def __init__(self, workdir, index, cert, key, ca, auth_clients=False, client_cert=None, extra=()):
+        super().__init__(workdir, index, extra)
+        self.cert, self.key, self.ca = cert, key, ca
+        self.auth_clients = auth_clients
+        self.client_cert = client_cert  # (certificate, key) for our own client, when AUTH_CLIENTS
+
+    def listen_args(self):
+        return ["--port", "0", "--tls-port", str(self.port), "--tls-cert-file", self.cert, "--tls-key-file", self.key,
+                "--tls-ca-cert-file", self.ca, "--tls-auth-clients", "yes" if self.auth_clients else "no"]
+
+    @property
+    def url(self):
+        return "rediss://127.0.0.1:%d" % self.port
+
+    def client_context(self):
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        ctx.check_hostname = False  # the harness only looks; redlock is what verifies
+        ctx.verify_mode = ssl.CERT_NONE
+        if self.client_cert:
+            ctx.load_cert_chain(*self.client_cert)
+        return ctx
+
+    def client(self, **kw):
+        kw.setdefault("tls", self.client_context())
+        return Resp(self.port, **kw)
 
 
 class Cluster:
@@ -327,6 +429,32 @@ def wait_for(predicate, timeout=10.0, interval=0.01, what="condition"):
             return value
         time.sleep(interval)
     raise AssertionError("timed out after %.1fs waiting for %s" % (timeout, what))
+
+
+def script_calls(client):
+    """How many times the server ran a script (EVALSHA and EVAL) since its last CONFIG RESETSTAT."""
+    calls = 0
+    for line in client.call("INFO", "commandstats").decode().splitlines():
+        if line.startswith(("cmdstat_evalsha:", "cmdstat_eval:")):
+            calls += int(line.split("calls=", 1)[1].split(",", 1)[0])
+    return calls
+
+
+def wait_until_waiting(clients, channel, timeout=10.0):
+    """Waits until a waiter is subscribed to CHANNEL on every server and has made its two attempts
+    there (the first, and the one right after subscribing), so that it sleeps on its wake-ups.
+    CLIENTS(): a fresh list of admin clients; reset the script statistics (CONFIG RESETSTAT)
+    before the waiter starts. A release sent while an attempt is still out can be overtaken by it,
+    which is a race of its own, not what a wake-up test looks at."""
+    def ready():
+        cs = clients()
+        try:
+            return all(c.call("PUBSUB", "NUMSUB", channel)[1] >= 1 and script_calls(c) >= 2 for c in cs)
+        finally:
+            for c in cs:
+                c.close()
+    wait_for(ready, timeout=timeout, what="the waiter to subscribe and make its attempts")
+    time.sleep(0.2)  # and to take in the answer to its last attempt
 
 
 def pid_alive(pid):
