@@ -8,7 +8,3 @@ if(REDLOCK_SANITIZE)
     -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer)
   target_link_options(redlock_settings INTERFACE -fsanitize=address,undefined)
 endif()
-
-if(REDLOCK_FAULTS)
-  target_compile_definitions(redlock_settings INTERFACE REDLOCK_FAULTS=1)
-endif()

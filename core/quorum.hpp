@@ -8,11 +8,15 @@
 #include <vector>
 
 #include "clock.hpp"
+#include "faults.hpp"
 
 namespace redlock {
 
 // N/2 + 1: any two quorums share at least one server.
-constexpr std::size_t quorum_size(std::size_t servers) { return servers / 2 + 1; }
+inline std::size_t quorum_size(std::size_t servers) {
+  if (faults::enabled("half-quorum")) return servers / 2 > 0 ? servers / 2 : 1;
+  return servers / 2 + 1;
+}
 
 // What the clocks of the servers and of this host may drift apart over TTL: TTL·factor + 2 ms.
 Duration drift_allowance(Duration ttl, double drift_factor);

@@ -1,0 +1,154 @@
+#!/usr/bin/python3
+"""Long fault-injection runs: every fault class (scenario) ROUNDS times for SECONDS each, then a table
+and a JSON file. Run through scripts/soak, which installs what is missing and builds the binaries.
+
+  soak.py [--rounds N] [--seconds S] [--scenarios a,b] [--no-controls] [--out FILE] [--seed N]
+
+Defaults come from SOAK_ROUNDS (10), SOAK_SECONDS (120), SOAK_SCENARIOS (all), SOAK_OUT
+(bench/results/soak.json). The negative controls (redlock-faulty, and the crash-restart without
+persistence) run too unless --no-controls: their rows must show violations ("caught").
+"""
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import faultlib  # noqa: E402
+import scenarios  # noqa: E402
+
+# What must pass, in the order of RELIABILITY.md; the deterministic checks (no-quorum,
+# duplicate-server) take no duration and run once per round.
+MUST_PASS = ["contention", "pause-minority", "kill-minority", "partition", "proxy", "split-brain", "no-quorum",
+             "crash-restart-delayed", "crash-restart-aof", "early-expiry", "clock-rate", "clock-step", "stale-token",
+             "holder-pause", "renewal", "quorum-loss", "holder-crash", "signals", "duplicate-server", "script-flush",
+             "starvation"]
+# (row name, scenario, REDLOCK_FAULT or None for the real binary): must be caught.
+CONTROLS = [("control:release-any", "stale-token", "release-any"),
+            ("control:no-validity", "quorum-loss", "no-validity"),
+            ("control:half-quorum", "split-brain", "half-quorum"),
+            ("control:crash-restart-empty", "crash-restart-empty", None)]
+
+COLUMNS = [("scenario", "scenario", "%-28s"), ("rounds", "rounds", "%6s"), ("seconds", "seconds", "%8s"),
+           ("cycles", "lock cycles", "%11s"), ("overlaps", "overlaps", "%8s"), ("lost_updates", "lost updates", "%12s"),
+           ("stale_accepted", "stale accepted", "%14s"), ("foreign_releases", "foreign releases", "%16s"),
+           ("p99_acquire_ms", "p99 acquire ms", "%14s"), ("p99_reacquire_ms", "p99 re-acquire ms", "%17s"),
+           ("failed_rounds", "failed rounds", "%13s"), ("verdict", "verdict", "%-8s")]
+
+
+def aggregate(row, expect, runs):
+    def total(key):
+        return sum((r.get(key) or 0) for r in runs)
+
+    def worst(key):
+        vals = [r.get(key) for r in runs if r.get(key) is not None]
+        return round(max(vals), 1) if vals else None
+    failed = sum(1 for r in runs if r.get("failures"))
+    out = {"scenario": row, "expect": expect, "rounds": len(runs), "seconds": round(total("seconds"), 1),
+           "cycles": total("cycles"), "overlaps": total("overlaps"),
+           # Fenced and unfenced counters: an update lost by either is one the lock failed to protect.
+           "lost_updates": total("lost_updates"), "lost_updates_unfenced": total("lost_updates_unfenced"),
+           "stale_accepted": total("stale_accepted"), "foreign_releases": total("foreign_releases"),
+           "fence_violations": total("fence_violations"),
+           # The worst round's p99 (rounds differ in load; the worst is what a user meets).
+           "p99_acquire_ms": worst("p99_acquire_ms"), "p99_reacquire_ms": worst("p99_reacquire_ms"),
+           "failed_rounds": failed}
+    if expect == "pass":
+        out["verdict"] = "ok" if failed == 0 else "FAIL"
+    else:
+        out["verdict"] = "caught" if failed == len(runs) else "MISSED"
+    return out
+
+
+def table(rows):
+    lines = [" | ".join(fmt % title for _, title, fmt in COLUMNS)]
+    lines.append("-+-".join("-" * len(fmt % title) for _, title, fmt in COLUMNS))
+    for r in rows:
+        cells = []
+        for key, title, fmt in COLUMNS:
+            v = r.get(key)
+            if key == "lost_updates":
+                v = "%s/%s" % (r["lost_updates"], r["lost_updates_unfenced"])
+            cells.append(fmt % ("-" if v is None else v))
+        lines.append(" | ".join(cells))
+    return "\n".join(lines)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rounds", type=int, default=int(os.environ.get("SOAK_ROUNDS", "10")))
+    ap.add_argument("--seconds", type=float, default=float(os.environ.get("SOAK_SECONDS", "120")))
+    ap.add_argument("--scenarios", default=os.environ.get("SOAK_SCENARIOS", ""),
+                    help="comma-separated scenario names (default: all); control:NAME rows too")
+    ap.add_argument("--no-controls", action="store_true")
+    ap.add_argument("--out", default=os.environ.get("SOAK_OUT", os.path.join(faultlib.ROOT, "bench", "results", "soak.json")))
+    ap.add_argument("--seed", type=int, help="seed of the first run (the others follow from it)")
+    a = ap.parse_args()
+    if a.rounds < 1 or a.seconds <= 0:
+        ap.error("--rounds and --seconds must be positive")
+
+    plan = [(name, name, None, "pass") for name in MUST_PASS]
+    if not a.no_controls:
+        plan += [(row, name, fault, "caught") for row, name, fault in CONTROLS]
+    if a.scenarios:
+        wanted = set(a.scenarios.split(","))
+        unknown = wanted - {row for row, _, _, _ in plan}
+        if unknown:
+            ap.error("unknown scenarios: %s (known: %s)" % (", ".join(sorted(unknown)),
+                                                             ", ".join(row for row, _, _, _ in plan)))
+        plan = [p for p in plan if p[0] in wanted]
+
+    real, faulty = faultlib.redlock_bin(), None
+    started = time.monotonic()
+    seed = a.seed
+    rows, runs_out = [], {}
+    for row, name, fault, expect in plan:
+        binary = real
+        if fault:
+            faulty = faulty or faultlib.faulty_bin()
+            binary = faulty
+        runs = []
+        for i in range(a.rounds):
+            seconds = a.seconds if scenarios.SCENARIOS[name].seconds else None
+            if name == "starvation":
+                seconds = 60  # L3's criterion is 60s; the run ends as soon as every worker got the lock
+            sys.stderr.write("soak: %s round %d/%d ...\n" % (row, i + 1, a.rounds))
+            sys.stderr.flush()
+            try:
+                s = scenarios.run_scenario(name, seconds, binary, fault, seed)
+            except scenarios.NetnsUnavailable as e:
+                s = faultlib.Summary(scenario=name, failures=[], skipped=str(e))
+            except Exception as e:  # a broken round is a failed round, the soak goes on
+                s = faultlib.Summary(scenario=name, failures=["harness error: %r" % e])
+            if seed is not None:
+                seed += 1
+            faultlib.print_summary(s)
+            runs.append(dict(s))
+        agg = aggregate(row, expect, [r for r in runs if not r.get("skipped")])
+        if all(r.get("skipped") for r in runs):
+            agg["verdict"] = "skipped"
+        rows.append(agg)
+        runs_out[row] = runs
+    print(table(rows))
+    os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
+    doc = {"version": 1, "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+           "host": platform.node(), "command": " ".join(sys.argv), "rounds": a.rounds, "seconds": a.seconds,
+           "binary": real, "faulty_binary": faulty, "wall_seconds": round(time.monotonic() - started, 1),
+           "rows": rows, "runs": runs_out}
+    with open(a.out, "w") as f:
+        json.dump(doc, f, indent=1, default=str)
+    print("written: %s" % a.out)
+    bad = [r["scenario"] for r in rows if r["verdict"] in ("FAIL", "MISSED")]
+    if bad:
+        print("not as expected: %s" % ", ".join(bad))
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,142 @@
+"""The checkers on hand-made histories: each must pass a good history and catch a bad one (a checker
+that cannot fail is a defect). No servers, no binary."""
+
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import checkers  # noqa: E402
+from checkers import INF  # noqa: E402
+
+
+def cycle(w, n, start, end, fence, token=None, code=0, exit=True):
+    """The events of one cycle: attempt, enter at START, exit at END (unless EXIT is False), done."""
+    token = token or "t%d-%d" % (w, n)
+    ev = [{"ev": "attempt", "w": w, "n": n, "t": start - 5},
+          {"ev": "enter", "w": w, "n": n, "t": start, "fence": fence, "token": token}]
+    if exit:
+        ev.append({"ev": "exit", "w": w, "n": n, "t": end, "how": "end"})
+    ev.append({"ev": "done", "w": w, "n": n, "t": end + 3, "code": code, "report": {"fence": fence}})
+    return ev
+
+
+def history(*cycles):
+    return sorted((e for c in cycles for e in c), key=lambda e: e["t"])
+
+
+class Holds(unittest.TestCase):
+    def test_intervals_from_enter_to_exit_in_order_of_entry(self):
+        hs = checkers.holds(history(cycle(1, 1, 200, 300, 2), cycle(0, 1, 100, 150, 1)))
+        self.assertEqual([(h.w, h.start, h.end, h.fence) for h in hs], [(0, 100, 150, 1), (1, 200, 300, 2)])
+
+    def test_without_an_exit_record_the_hold_lasts_until_the_worker_saw_the_end(self):
+        hs = checkers.holds(history(cycle(0, 1, 100, 500, 1, exit=False)))
+        self.assertEqual(hs[0].end, 503)
+
+    def test_without_any_end_it_lasts_for_ever(self):
+        hs = checkers.holds([{"ev": "enter", "w": 0, "n": 1, "t": 10, "fence": 1}])
+        self.assertEqual(hs[0].end, INF)
+
+    def test_cycles_that_never_entered_are_not_holds(self):
+        hs = checkers.holds([{"ev": "attempt", "w": 0, "n": 1, "t": 1}, {"ev": "done", "w": 0, "n": 1, "t": 2, "code": 75}])
+        self.assertEqual(hs, [])
+
+
+class Overlaps(unittest.TestCase):
+    def test_back_to_back_holds_do_not_overlap(self):
+        hs = checkers.holds(history(cycle(0, 1, 100, 200, 1), cycle(1, 1, 200, 300, 2), cycle(0, 2, 301, 400, 3)))
+        self.assertEqual(checkers.overlaps(hs), [])
+
+    def test_two_holders_at_once_are_found(self):
+        hs = checkers.holds(history(cycle(0, 1, 100, 200, 1), cycle(1, 1, 150, 300, 2)))
+        found = checkers.overlaps(hs)
+        self.assertEqual(len(found), 1)
+        a, b, d = found[0]
+        self.assertEqual((a.w, b.w, d), (0, 1, 50))
+
+    def test_a_long_hold_overlapping_a_later_one_is_found_past_short_ones(self):
+        # The sweep keeps the hold that reaches furthest, not only the previous one.
+        hs = checkers.holds(history(cycle(0, 1, 100, 1000, 1), cycle(1, 1, 1100, 1200, 2), cycle(2, 1, 500, 600, 3)))
+        found = checkers.overlaps(hs)
+        self.assertEqual([(a.w, b.w) for a, b, _ in found], [(0, 2)])
+
+    def test_a_hold_that_never_ended_overlaps_everything_after_it(self):
+        hs = checkers.holds(history([{"ev": "enter", "w": 0, "n": 1, "t": 10, "fence": 1}], cycle(1, 1, 100, 200, 2)))
+        self.assertEqual(len(checkers.overlaps(hs)), 1)
+
+    def test_excluded_cycles_are_left_out(self):
+        hs = checkers.holds(history(cycle(0, 1, 100, 200, 1), cycle(1, 1, 150, 300, 2)))
+        self.assertEqual(checkers.overlaps(hs, exclude=[(0, 1)]), [])
+
+
+class Fences(unittest.TestCase):
+    def test_strictly_increasing_passes(self):
+        hs = checkers.holds(history(cycle(0, 1, 100, 200, 1), cycle(1, 1, 300, 400, 2), cycle(0, 2, 500, 600, 7)))
+        self.assertEqual(checkers.fence_violations(hs), [])
+
+    def test_a_fence_going_back_is_caught(self):
+        hs = checkers.holds(history(cycle(0, 1, 100, 200, 5), cycle(1, 1, 300, 400, 4)))
+        self.assertEqual(len(checkers.fence_violations(hs)), 1)
+
+    def test_a_repeated_fence_is_caught_twice_over(self):
+        hs = checkers.holds(history(cycle(0, 1, 100, 200, 5), cycle(1, 1, 300, 400, 5)))
+        whys = [why for _, _, why in checkers.fence_violations(hs)]
+        self.assertIn("two holders share fence 5", whys)
+        self.assertIn("fence 5 after 5", whys)
+
+    def test_a_hold_without_a_fence_is_caught(self):
+        hs = checkers.holds(history(cycle(0, 1, 100, 200, None)))
+        self.assertEqual(len(checkers.fence_violations(hs)), 1)
+
+
+class Resource(unittest.TestCase):
+    def test_stale_writes(self):
+        self.assertEqual(checkers.stale_accepted([1, 1, 2, 5, 5, 9]), [])
+        self.assertEqual(checkers.stale_accepted([1, 3, 2, 4, 3]), [(2, 2, 3), (4, 3, 4)])
+
+    def test_lost_updates(self):
+        self.assertEqual(checkers.lost_updates(10, 10), 0)
+        self.assertEqual(checkers.lost_updates(9, 10), 1)
+        self.assertEqual(checkers.lost_updates(11, 10), -1)
+
+
+class Liveness(unittest.TestCase):
+    def test_time_from_each_heal_to_the_next_entry(self):
+        self.assertEqual(checkers.after_heals([100, 500, 900], [50, 130, 600, 610]), [30, 100, None])
+
+    def test_starved_workers(self):
+        hs = checkers.holds(history(cycle(0, 1, 100, 200, 1), cycle(2, 1, 5000, 5100, 2)))
+        self.assertEqual(checkers.starved(hs, range(3), 0, 1000), [1, 2])
+        self.assertEqual(checkers.starved(hs, range(3), 0, 10000), [1])
+
+    def test_percentile(self):
+        self.assertIsNone(checkers.percentile([], 99))
+        self.assertEqual(checkers.percentile([5], 99), 5)
+        self.assertEqual(checkers.percentile(list(range(1, 101)), 99), 99)
+        self.assertEqual(checkers.percentile([3, None, 1, 2], 50), 2)
+
+
+class Validity(unittest.TestCase):
+    TTL = 1000
+
+    def test_a_hold_ending_before_loss_plus_validity_passes(self):
+        hs = checkers.holds(history(cycle(0, 1, 100, 900, 1)))
+        self.assertEqual(checkers.outlived_validity(hs, [200], self.TTL, drift=0.0, fixed_ns=0), [])
+
+    def test_a_hold_running_on_past_it_is_caught(self):
+        hs = checkers.holds(history(cycle(0, 1, 100, 1300, 1)))
+        bad = checkers.outlived_validity(hs, [200], self.TTL, drift=0.0, fixed_ns=0)
+        self.assertEqual([(h.w, t, late) for h, t, late in bad], [(0, 200, 100)])
+        # The drift allowance shortens the validity: 1% of 1000 and 5 more make it 115 late.
+        bad = checkers.outlived_validity(hs, [200], self.TTL, drift=0.01, fixed_ns=5)
+        self.assertEqual([late for _, _, late in bad], [115])
+
+    def test_holds_not_active_at_the_loss_are_not_judged(self):
+        hs = checkers.holds(history(cycle(0, 1, 300, 5000, 1)))
+        self.assertEqual(checkers.outlived_validity(hs, [200], self.TTL, drift=0.0, fixed_ns=0), [])
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

@@ -1,0 +1,29 @@
+"""Negative controls: a lock broken on purpose must be caught by a checker. redlock-faulty with
+REDLOCK_FAULT=release-any / no-validity / half-quorum (core/faults.hpp), and the real binary with a
+holder's server restarted at once without persistence. Each runs a scenario that the real binary
+passes (test_safety.py, test_holder.py, test_crash.py) and asserts that the violation IS found."""
+
+from faulttest import ScenarioTest, main
+
+
+class Controls(ScenarioTest):
+    def test_release_any_is_caught_by_foreign_releases_and_overlaps(self):
+        s = self.run_scenario("stale-token", 5, fault="release-any")
+        self.assertCaught(s, "foreign_releases")
+        self.assertCaught(s, "overlaps", "lost_updates", "lost_updates_unfenced", "fence_violations")
+
+    def test_no_validity_is_caught_by_the_validity_checker(self):
+        s = self.run_scenario("quorum-loss", 8, fault="no-validity")
+        self.assertCaught(s, "outlived_validity", "overlaps")
+
+    def test_half_quorum_is_caught_by_overlaps(self):
+        s = self.run_scenario("split-brain", 8, fault="half-quorum")
+        self.assertCaught(s, "overlaps")
+
+    def test_crash_restart_without_persistence_is_caught(self):
+        s = self.run_scenario("crash-restart-empty", 10)
+        self.assertCaught(s, "overlaps", "fence_violations", "lost_updates", "lost_updates_unfenced")
+
+
+if __name__ == "__main__":
+    main()

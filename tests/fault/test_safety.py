@@ -1,0 +1,44 @@
+"""Safety under contention and under faults of a minority, with the real binary: no two holders
+overlap, no update lost, fences strictly increasing, no stale write accepted, and the lock taken again
+soon after every heal (RELIABILITY.md S1, S2, S5, S6, S7, S8, S9, S11, S17)."""
+
+from faulttest import ScenarioTest, main
+
+
+class Safety(ScenarioTest):
+    def test_s1_s9_s11_contention(self):
+        self.assertPassed(self.run_scenario("contention", 6))
+
+    def test_s2_sigstop_of_a_rotating_minority(self):
+        self.assertPassed(self.run_scenario("pause-minority", 8))
+
+    def test_s2_kill_9_of_a_rotating_minority_restarted_after_the_ttl(self):
+        self.assertPassed(self.run_scenario("kill-minority", 8))
+
+    def test_s2_nftables_drops_and_loss_in_a_network_namespace(self):
+        self.assertPassed(self.run_scenario("partition", 8))
+
+    def test_s2_delay_stalls_and_cuts_through_a_tcp_proxy(self):
+        self.assertPassed(self.run_scenario("proxy", 8))
+
+    def test_s2_partition_into_halves_of_4_servers(self):
+        self.assertPassed(self.run_scenario("split-brain", 8))
+
+    def test_s5_key_expired_early_on_one_server(self):
+        self.assertPassed(self.run_scenario("early-expiry", 6))
+
+    def test_s6_s13_slow_client_clock_and_quorum_loss(self):
+        self.assertPassed(self.run_scenario("clock-rate", 8))
+
+    def test_s7_wall_clock_steps(self):
+        self.assertPassed(self.run_scenario("clock-step", 6))
+
+    def test_s8_stale_and_wrong_tokens(self):
+        self.assertPassed(self.run_scenario("stale-token", 6))
+
+    def test_s17_script_flush(self):
+        self.assertPassed(self.run_scenario("script-flush", 6))
+
+
+if __name__ == "__main__":
+    main()
