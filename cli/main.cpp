@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string_view>
+#include <vector>
 
 #include "commands.hpp"
 #include "error.hpp"
@@ -24,19 +25,67 @@ bool wants_json(int argc, char** argv) {
   return env && *env && std::strcmp(env, "0") != 0 && std::strcmp(env, "false") != 0;
 }
 
+// The global options (see setup_global_options) that take a value, and the flags.
+constexpr std::string_view kGlobalWithValue[] = {"-S", "--servers", "--timeout", "--password-file", "--user",
+                                                 "--tls-ca", "--tls-cert", "--tls-key", "--tls-server-name",
+                                                 "--prefix"};
+constexpr std::string_view kGlobalFlags[] = {"--json", "--verbose", "--quiet", "--tls-insecure"};
+
+bool takes_value(std::string_view a) {
+  for (auto opt : kGlobalWithValue) {
+    if (a == opt) return true;
+  }
+  return false;
+}
+
+// "--timeout=1s" or "-S1.2.3.4:5" forms carry their value.
+bool is_global(std::string_view a) {
+  for (auto opt : kGlobalWithValue) {
+    if (a == opt || (a.size() > opt.size() && a.substr(0, opt.size()) == opt &&
+                     (a[opt.size()] == '=' || opt.size() == 2))) {
+      return true;
+    }
+  }
+  for (auto flag : kGlobalFlags) {
+    if (a == flag) return true;
+  }
+  // -v, -vv, -q, -qv …
+  return a.size() >= 2 && a[0] == '-' && a[1] != '-' && a.find_first_not_of("vq", 1) == std::string_view::npos;
+}
+
 // The first word that is neither an option nor an option's value: what was meant as a command.
 std::string first_word(int argc, char** argv) {
-  static const char* const kTakesValue[] = {"-S", "--servers", "--timeout", "--password-file", "--user", "--tls-ca",
-                                            "--tls-cert", "--tls-key", "--tls-server-name", "--prefix"};
   for (int i = 1; i < argc; ++i) {
     std::string_view a = argv[i];
     if (a == "--") return {};
     if (a.empty() || a[0] != '-') return std::string(a);
-    for (const char* opt : kTakesValue) {
-      if (a == opt) ++i;
-    }
+    if (takes_value(a)) ++i;
   }
   return {};
+}
+
+// Global options may come after the subcommand (`redlock status -S URL NAME --json`): they are moved
+// in front of it, up to a "--" (after which everything is run's command).
+std::vector<char*> globals_first(int argc, char** argv) {
+  std::vector<char*> front{argv[0]};
+  std::vector<char*> rest;
+  bool seen_command = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string_view a = argv[i];
+    if (a == "--") {
+      for (; i < argc; ++i) rest.push_back(argv[i]);
+      break;
+    }
+    if (is_global(a)) {
+      front.push_back(argv[i]);
+      if (takes_value(a) && i + 1 < argc) front.push_back(argv[++i]);
+      continue;
+    }
+    if (!seen_command && !a.empty() && a[0] != '-') seen_command = true;
+    (seen_command ? rest : front).push_back(argv[i]);
+  }
+  front.insert(front.end(), rest.begin(), rest.end());
+  return front;
 }
 
 std::string one_line(std::string text) {
@@ -70,28 +119,55 @@ int main(int argc, char** argv) {
   app.require_subcommand(1, 1);
   app.fallthrough();
   setup_global_options(app, global);
-  setup_acquire(app, global, action);
-  setup_extend(app, global, action);
-  setup_release(app, global, action);
-  setup_status(app, global, action);
-  setup_run(app, global, action);
-  setup_doctor(app, global, action);
-  setup_completion(app, global, action);
+  // Building a subcommand's options costs more than running most commands: build only the one
+  // named on the command line, and all of them for --help or a word that names none.
+  using Setup = void (*)(CLI::App&, const GlobalOptions&, Action&);
+  static const std::pair<const char*, Setup> kCommands[] = {
+      {"acquire", setup_acquire}, {"extend", setup_extend}, {"release", setup_release},
+      {"status", setup_status},   {"run", setup_run},       {"doctor", setup_doctor},
+      {"completion", setup_completion}};
+  const std::string word = first_word(argc, argv);
+  bool named = false;
+  for (const auto& [name, setup] : kCommands) {
+    if (word == name) {
+      setup(app, global, action);
+      named = true;
+    }
+  }
+  if (!named) {
+    for (const auto& [name, setup] : kCommands) setup(app, global, action);
+  }
 
   const bool json = wants_json(argc, argv);
   std::string command;
+  std::vector<char*> args = globals_first(argc, argv);
   try {
-    app.parse(argc, argv);
+    app.parse(static_cast<int>(args.size()), args.data());
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
+  } catch (const CLI::ExtrasError&) {
+    // Name the words that look like options; never echo the others (a mistyped --pasword's value).
+    std::string options;
+    std::size_t others = 0;
+    for (const auto& extra : app.remaining(true)) {
+      if (!extra.empty() && extra[0] == '-') {
+        options += (options.empty() ? "" : " ") + extra;
+      } else {
+        ++others;
+      }
+    }
+    auto subs = app.get_subcommands();
+    if (!subs.empty()) command = subs.front()->get_name();
+    std::string message = "unexpected argument" + std::string(options.empty() ? "" : ": " + options);
+    if (others > 0) message += (options.empty() ? " (" : " (and ") + std::to_string(others) + " other word(s), not shown)";
+    return fail(json, command, exit_code::kUsage, message + " (see redlock --help)");
   } catch (const CLI::ParseError& e) {
     auto subs = app.get_subcommands();
     if (!subs.empty()) command = subs.front()->get_name();
-    std::string word = first_word(argc, argv);
     if (subs.empty() && !word.empty()) {
       return fail(json, command, exit_code::kUsage,
                   "unknown command '" + word + "' (commands: acquire, extend, release, status, run, doctor, completion)");

@@ -10,6 +10,7 @@
 #include "duration.hpp"
 #include "error.hpp"
 #include "exit_codes.hpp"
+#include "faults.hpp"
 #include "lease.hpp"
 #include "signals.hpp"
 #include "supervisor.hpp"
@@ -168,6 +169,7 @@ class Runner {
                     {"REDLOCK_TOKEN", acq.token},
                     {"REDLOCK_FENCE", std::to_string(acq.fence)},
                     {"REDLOCK_TTL_MS", std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(ap.spec.ttl).count())}};
+    spec.set_env.emplace_back("REDLOCK_SERVERS", servers_for_child());
     spec.unset_env = {"REDLOCK_PASSWORD"};
     spec.own_group = !isatty(STDIN_FILENO);
     Child child(spec, *signals_);
@@ -207,7 +209,14 @@ class Runner {
         if (caught.from_terminal && child.shares_our_group()) continue;
         child.signal_group(caught.sig);
       }
-      if (child.reap()) return lost;
+      if (child.reap()) {
+        // Reaped after the validity could have ended (redlock itself was paused, say): nothing
+        // shows the command ended in time, so the lock may have been someone else's meanwhile.
+        if (lost.empty() && Clock::now() >= lease.valid_until()) {
+          lost = "the lock's validity ran out before the command was seen to end (was redlock paused?)";
+        }
+        return lost;
+      }
 
       switch (lease.poll()) {
         case Lease::Event::Renewed:
@@ -222,7 +231,8 @@ class Runner {
         case Lease::Event::None: break;
       }
       TimePoint now = Clock::now();
-      const TimePoint signal_at = lease.valid_until() - plan_.kill_after - margin;
+      const TimePoint signal_at =
+          faults::enabled("no-validity") ? kNever : lease.valid_until() - plan_.kill_after - margin;
       if (lost.empty() && now >= max_hold_at) lost = "--max-hold " + o_.max_hold + " reached";
       if (lost.empty() && now >= signal_at) {
         lost = "no renewal succeeded in time (" + (lease.last_error().empty() ? "servers slow" : lease.last_error()) + ")";
@@ -243,6 +253,14 @@ class Runner {
       transport_->run_until(
           [&] { return signals_->any() || (lease.renewing() && lease.decided()); }, wake);
     }
+  }
+
+  // The servers in use, for nested calls in the child, without any password (a nested call reads
+  // it from --password-file / REDLOCK_PASSWORD_FILE).
+  std::string servers_for_child() const {
+    std::string list;
+    for (const auto& s : configured_servers(global_)) list += (list.empty() ? "" : ",") + s.without_password();
+    return list;
   }
 
   // After CMD ended with the lock kept: keep it until --min-hold is over, else release it.
@@ -293,6 +311,7 @@ class Runner {
     }
     ChildSpec spec;
     spec.argv = plan_.argv;
+    spec.set_env.emplace_back("REDLOCK_SERVERS", servers_for_child());
     spec.unset_env = {"REDLOCK_PASSWORD"};
     spec.own_group = !isatty(STDIN_FILENO);
     Child child(spec, *signals_);

@@ -11,9 +11,6 @@ volatile sig_atomic_t g_from_kernel[NSIG];
 // Which signal arrived first (for the exit status 128+N when a wait is stopped).
 volatile sig_atomic_t g_first = 0;
 
-struct sigaction g_original_sigpipe;
-bool g_sigpipe_ignored = false;
-
 void on_signal(int sig, siginfo_t* info, void*) {
   g_caught[sig] = 1;
   g_from_kernel[sig] = info && info->si_code == SI_KERNEL;
@@ -21,13 +18,6 @@ void on_signal(int sig, siginfo_t* info, void*) {
 }
 
 }  // namespace
-
-void ignore_sigpipe() {
-  struct sigaction sa {};
-  sa.sa_handler = SIG_IGN;
-  sigemptyset(&sa.sa_mask);
-  g_sigpipe_ignored = sigaction(SIGPIPE, &sa, &g_original_sigpipe) == 0;
-}
 
 SignalCatcher::SignalCatcher(const std::vector<int>& signals) : signals_(signals) {
   sigset_t block;
@@ -53,7 +43,6 @@ SignalCatcher::~SignalCatcher() {
 
 void SignalCatcher::restore_in_child() const {
   for (std::size_t i = 0; i < signals_.size(); ++i) sigaction(signals_[i], &saved_[i], nullptr);
-  if (g_sigpipe_ignored) sigaction(SIGPIPE, &g_original_sigpipe, nullptr);
   sigprocmask(SIG_SETMASK, &original_mask_, nullptr);
 }
 

@@ -8,10 +8,6 @@
 
 namespace redlock::cli {
 
-// Ignores SIGPIPE for the whole process (a TLS write to a closed socket must fail, not kill us);
-// the child of `run` gets the original disposition back.
-void ignore_sigpipe();
-
 class SignalCatcher {
  public:
   explicit SignalCatcher(const std::vector<int>& signals);

@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "error.hpp"
+#include "faults.hpp"
 #include "scripts.hpp"
 #include "token.hpp"
 #include "wait_plan.hpp"
@@ -123,12 +124,13 @@ std::uint64_t random_seed() {
 
 std::string count_text(std::size_t n, std::size_t of) { return std::to_string(n) + " of " + std::to_string(of); }
 
-// "3 of 5 servers failed (first: connect: Connection refused); 3 of 5 are needed".
-std::string no_quorum_message(const Tally& tally, const std::vector<std::optional<Result>>& results) {
+// "3 of 5 servers failed (first: redis://h:1: connect: Connection refused); 3 must answer".
+std::string no_quorum_message(const Network& network, const Tally& tally,
+                              const std::vector<std::optional<Result>>& results) {
   std::string first;
-  for (const auto& r : results) {
-    if (r && !r->ok()) {
-      first = r->error;
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    if (results[i] && !results[i]->ok()) {
+      first = network.describe(i) + ": " + results[i]->error;
       break;
     }
   }
@@ -136,7 +138,84 @@ std::string no_quorum_message(const Tally& tally, const std::vector<std::optiona
          "; " + std::to_string(tally.needed()) + " must answer";
 }
 
+// Whether a request that failed this way may still have run (or may yet run) on the server.
+bool unsure_whether_run(Failure f) {
+  switch (f) {
+    case Failure::Connect:  // never sent
+    case Failure::Tls:
+    case Failure::Duplicate:  // ran on a server that answers for itself on its other connection
+      return false;
+    default:
+      // Timeouts and broken connections may still run it; an error reply (NOPERM, say) may come
+      // from a script that failed after its SET, which Redis does not roll back.
+      return true;
+  }
+}
+
 }  // namespace
+
+// A value the acquire script left on a quorum: every server raised its counter in the same step as
+// taking the lock, so when NEEDED of them answered the same number, that number is stored on a
+// quorum, and it is above every earlier fence (any two quorums share a server).
+std::optional<std::int64_t> agreed_fence(const std::vector<std::int64_t>& counters, std::size_t needed) {
+  std::map<std::int64_t, std::size_t> seen;
+  for (auto c : counters) {
+    if (++seen[c] >= needed) return c;
+  }
+  return std::nullopt;
+}
+
+void Redlock::settle(const Round& round) {
+  // A second URL of a server that already answered reaches the same process, so it answers at about
+  // the same time: a short grace (twice the slowest answer so far) lets its INFO show the duplicate
+  // every time, while a frozen server costs only the grace, not --timeout.
+  if (round.complete()) return;
+  Duration slowest{};
+  for (const auto& r : round.results()) {
+    if (r) slowest = std::max(slowest, r->latency);
+  }
+  const Duration grace = std::min(2 * slowest + std::chrono::microseconds(200), timeout_);
+  network_.run_until([&] { return round.complete(); }, network_.now() + grace);
+}
+
+void Redlock::spread_fence(const LockSpec& spec, std::int64_t fence,
+                           const std::vector<std::optional<Result>>& answers) {
+  // The fence is stored on the quorum that agreed; the other servers (restarted empty, or not heard
+  // from yet) get it too, without waiting, so that it survives the next minority that loses its data.
+  std::vector<bool> to(answers.size(), true);
+  for (std::size_t i = 0; i < answers.size(); ++i) {
+    const auto& r = answers[i];
+    if (r && r->ok() && r->reply.type == Reply::Type::Array && r->reply.elements.size() == 4 &&
+        r->reply.elements[1].as_integer() == fence) {
+      to[i] = false;
+    }
+  }
+  const std::string fence_text = std::to_string(fence);
+  Round(network_, to, [&](std::size_t) { return Request::eval(kFenceScript, {spec.keys.fence}, {fence_text}); })
+      .abandon();
+}
+
+std::optional<std::int64_t> Redlock::write_fence(const LockSpec& spec, std::int64_t fence, TimePoint valid_until) {
+  // The counters disagree (a server lost its data, or split attempts raised some): the highest is
+  // above every earlier fence; store it on a quorum with a set-if-greater (a majority max-register).
+  const std::string fence_text = std::to_string(fence);
+  Round fencing(network_, [&](std::size_t) { return Request::eval(kFenceScript, {spec.keys.fence}, {fence_text}); });
+  auto confirms = [fence](const Result& r) {
+    if (!r.ok()) return Vote::Kind::Failed;
+    auto v = r.reply.as_integer();
+    return v && *v == fence ? Vote::Kind::Yes : Vote::Kind::No;
+  };
+  Tally fenced;
+  network_.run_until(
+      [&] {
+        fenced = count(fencing.results(), confirms);
+        return fenced.decided();
+      },
+      valid_until);
+  fencing.abandon();
+  if (fenced.won()) return fence;
+  return std::nullopt;
+}
 
 std::string_view outcome_name(AcquireOutcome o) {
   switch (o) {
@@ -188,6 +267,7 @@ AcquireResult Redlock::attempt(const LockSpec& spec) {
         return tally.decided();
       },
       kNever);
+  if (tally.won()) settle(round);
   round.abandon();
 
   AcquireResult res;
@@ -197,61 +277,58 @@ AcquireResult Redlock::attempt(const LockSpec& spec) {
   TimePoint decided_at = network_.now();
   Duration valid = validity(spec.ttl, decided_at - round.started(), spec.drift);
 
+  // What each server needs after a failed attempt: those that took the lock, and those whose answer
+  // is still out (or timed out: the request may yet run there) get a release; those that said busy
+  // or refused the request cannot hold our token.
   std::vector<bool> holds(n, false);
+  std::vector<bool> may_hold(n, false);
   std::vector<std::int64_t> busy_pttl;
+  std::vector<std::int64_t> counters;  // of the servers that took it
   std::size_t free_now = 0;
-  std::int64_t counter = 0;
   for (std::size_t i = 0; i < n; ++i) {
-    Vote v = read_vote(network_, i, round.results()[i]);
+    const auto& result = round.results()[i];
+    Vote v = read_vote(network_, i, result);
     if (v.kind == Vote::Kind::Yes) {
       holds[i] = true;
       ++free_now;
+      counters.push_back(v.counter);
     } else if (v.kind == Vote::Kind::No) {
       if (v.pttl == -2) ++free_now;
       busy_pttl.push_back(v.pttl);
     }
-    if (v.kind != Vote::Kind::Failed) counter = std::max(counter, v.counter);
+    // A reply we could not read, or a failure after which the script may have run, may hold too.
+    may_hold[i] = v.kind == Vote::Kind::Yes || !result ||
+                  (v.kind == Vote::Kind::Failed && (result->ok() || unsure_whether_run(result->failure)));
     res.servers.push_back(std::move(v.report));
   }
   bool duplicate = std::any_of(round.results().begin(), round.results().end(),
                                [](const auto& r) { return r && r->failure == Failure::Duplicate; });
 
   if (tally.won() && valid > Duration::zero() && !duplicate) {
-    // Fencing: a majority max-register. The next value is above every counter seen, and counts
-    // only once a quorum has stored it within the validity, so that any later quorum sees it.
-    const std::int64_t fence = counter + 1;
-    const std::string fence_text = std::to_string(fence);
     TimePoint valid_until = round.started() + spec.ttl - drift_allowance(spec.ttl, spec.drift);
-    Round fencing(network_, [&](std::size_t) { return Request::eval(kFenceScript, {spec.keys.fence}, {fence_text}); });
-    auto confirms = [fence](const Result& r) {
-      if (!r.ok()) return Vote::Kind::Failed;
-      auto v = r.reply.as_integer();
-      return v && *v == fence ? Vote::Kind::Yes : Vote::Kind::No;
-    };
-    Tally fenced;
-    network_.run_until(
-        [&] {
-          fenced = count(fencing.results(), confirms);
-          return fenced.decided();
-        },
-        valid_until);
-    fencing.abandon();
+    if (faults::enabled("no-validity")) valid_until = kNever;
+    std::optional<std::int64_t> fence = agreed_fence(counters, tally.needed());
+    if (fence) {
+      spread_fence(spec, *fence, round.results());
+    } else {
+      fence = write_fence(spec, *std::max_element(counters.begin(), counters.end()), valid_until);
+    }
     TimePoint now = network_.now();
-    if (fenced.won() && now < valid_until) {
+    if (fence && now < valid_until) {
       res.outcome = AcquireOutcome::Acquired;
-      res.fence = fence;
+      res.fence = *fence;
       res.taken_at = decided_at;
       res.valid_until = valid_until;
       res.validity = valid_until - now;
       return res;
     }
-    release_taken(spec, holds);
+    release_taken(spec, holds, may_hold);
     res.outcome = AcquireOutcome::NoQuorum;
-    res.message = "the fencing token was confirmed by only " + count_text(fenced.yes, n) + " servers";
+    res.message = "the fencing token could not be stored on a quorum within the validity";
     return res;
   }
 
-  release_taken(spec, holds);
+  release_taken(spec, holds, may_hold);
   if (duplicate) check_duplicates(round.results());
   if (tally.won()) {
     res.outcome = AcquireOutcome::NoQuorum;
@@ -260,7 +337,7 @@ AcquireResult Redlock::attempt(const LockSpec& spec) {
                   "ms for a TTL of " + ttl_ms + "ms)";
   } else if (tally.unreachable()) {
     res.outcome = AcquireOutcome::NoQuorum;
-    res.message = no_quorum_message(tally, round.results());
+    res.message = no_quorum_message(network_, tally, round.results());
   } else {
     res.outcome = AcquireOutcome::Busy;
     res.holder_free_in = quorum_free_in(n, free_now, busy_pttl);
@@ -269,12 +346,14 @@ AcquireResult Redlock::attempt(const LockSpec& spec) {
   return res;
 }
 
-void Redlock::release_taken(const LockSpec& spec, const std::vector<bool>& holds) {
-  // Every server gets the release, also those that have not answered: on the same connection it
-  // follows the acquire, so a late SET is undone in order. Only those known to hold are waited for.
-  Round round(network_, [&](std::size_t) {
-    Request r = Request::eval(kReleaseScript, {spec.keys.lock, spec.keys.owner}, {spec.token, spec.keys.channel, "0"});
-    r.with_body = true;  // a frozen server runs it when it wakes, whatever its script cache holds by then
+void Redlock::release_taken(const LockSpec& spec, const std::vector<bool>& holds, const std::vector<bool>& may_hold) {
+  // Servers that have not answered get the release too: on the same connection it follows the
+  // acquire, so a late SET is undone in order. Only those known to hold are waited for.
+  Round round(network_, may_hold, [&](std::size_t i) {
+    Request r = Request::eval(kReleaseScript, {spec.keys.lock, spec.keys.owner},
+                              {spec.token, spec.keys.channel, faults::enabled("release-any") ? "1" : "0"});
+    // A server that has not answered may run it much later, whatever its script cache holds then.
+    r.with_body = !holds[i];
     return r;
   });
   network_.run_until(
@@ -296,31 +375,44 @@ AcquireResult Redlock::acquire(const LockSpec& spec, const WaitOptions& wait) {
   struct Wake {
     bool active = true;
     bool settled = false;  // the first subscription round is over
+    TimePoint begin;       // when this waiter began to wait: older waiters go first
     TimePoint next = kNever;
-    bool subscribed = false;
+    // A release announced while an attempt was out: the plan after that attempt must not forget it.
+    std::optional<std::size_t> released_waiters;
     std::unique_ptr<WaitPlan> plan;
   };
   auto wake = std::make_shared<Wake>();
+  wake->begin = begin;
   wake->plan = std::make_unique<WaitPlan>(wait.retry_delay, seed_++);
   bool subscribing = false;
   auto interrupted = [&] { return wait.interrupted && wait.interrupted(); };
 
+  // Whatever the outcome, the wait is over: no more wake-ups, no subscriptions left open.
+  auto done = [&](AcquireResult res) {
+    wake->active = false;
+    if (subscribing) network_.unsubscribe();
+    return res;
+  };
   for (int attempts = 1;; ++attempts) {
+    wake->released_waiters.reset();
     AcquireResult res = attempt(spec);
     res.attempts = attempts;
     TimePoint now = network_.now();
     res.elapsed = now - begin;
-    if (res.outcome != AcquireOutcome::Busy || !wait.wait) {
-      wake->active = false;
-      return res;
-    }
+    if (res.outcome != AcquireOutcome::Busy || !wait.wait) return done(std::move(res));
     if (interrupted() || now >= wait.deadline) {
-      wake->active = false;
       res.outcome = interrupted() ? AcquireOutcome::Interrupted : AcquireOutcome::TimedOut;
-      return res;
+      return done(std::move(res));
     }
+    // The spread unit follows how fast the servers answer now, busy answers included.
+    std::vector<Duration> latencies;
     for (const auto& s : res.servers) {
-      if (s.ok && s.latency) wake->plan->observe_round_trip(*s.latency);
+      if (s.latency && (s.result == "busy" || s.result == "foreign" || s.ok)) latencies.push_back(*s.latency);
+    }
+    if (!latencies.empty()) {
+      std::nth_element(latencies.begin(), latencies.begin() + static_cast<std::ptrdiff_t>(latencies.size() / 2),
+                       latencies.end());
+      wake->plan->observe_round_trip(latencies[latencies.size() / 2]);
     }
 
     if (!subscribing) {
@@ -335,12 +427,14 @@ AcquireResult Redlock::acquire(const LockSpec& spec, const WaitOptions& wait) {
           std::size_t waiters = 1;
           auto digits = message.substr(std::min<std::size_t>(message.size(), 9));
           std::from_chars(digits.data(), digits.data() + digits.size(), waiters);
-          wake->next = wake->plan->on_released(t, wake->next, waiters);
+          wake->released_waiters = waiters;
+          wake->next = wake->plan->on_released(t, wake->next, waiters, t - wake->begin);
         } else if (message == "acquired") {
+          wake->released_waiters.reset();
           wake->next = wake->plan->on_acquired(t, ttl, subscribed);
         } else if (message == "subscribed" && wake->settled) {
           // A subscription came back after a break: a release may have gone unheard.
-          wake->next = wake->plan->on_released(t, wake->next, 1);
+          wake->next = wake->plan->on_released(t, wake->next, 1, t - wake->begin);
         }
       });
       network_.run_until([&] { return network_.subscribed() >= reliable || interrupted(); },
@@ -351,17 +445,18 @@ AcquireResult Redlock::acquire(const LockSpec& spec, const WaitOptions& wait) {
 
     bool subscribed = network_.subscribed() >= reliable;
     bool split_vote = res.tally.yes > 0;
-    wake->next = std::min(wake->plan->after_attempt(now, split_vote, res.holder_free_in, subscribed), wait.deadline);
+    TimePoint next = wake->plan->after_attempt(now, split_vote, res.holder_free_in, subscribed);
+    if (wake->released_waiters) next = wake->plan->on_released(now, next, *wake->released_waiters, now - begin);
+    wake->next = std::min(next, wait.deadline);
     // Sleep until the plan's time; a wake-up message moves the plan, so wait again for the new one.
     while (!interrupted() && network_.now() < wake->next) {
       const TimePoint planned = wake->next;
       network_.run_until([&] { return interrupted() || wake->next != planned; }, planned);
     }
     if (interrupted()) {
-      wake->active = false;
       res.outcome = AcquireOutcome::Interrupted;
       res.elapsed = network_.now() - begin;
-      return res;
+      return done(std::move(res));
     }
   }
 }
@@ -382,6 +477,7 @@ ExtendResult ExtendRound::result() const {
   TimePoint now = network_.now();
   res.elapsed = now - round_.started();
   res.valid_until = round_.started() + ttl_ - drift_allowance(ttl_, drift_);
+  if (faults::enabled("no-validity")) res.valid_until = kNever;
   res.validity = res.valid_until - now;
   res.extended = res.tally.won() && res.validity > Duration::zero();
   res.no_quorum = !res.tally.won() && res.tally.unreachable();
@@ -399,7 +495,7 @@ ExtendResult ExtendRound::result() const {
   if (res.tally.won()) {
     res.message = "a quorum extended the lock only after the new validity had run out";
   } else if (res.no_quorum) {
-    res.message = no_quorum_message(res.tally, round_.results());
+    res.message = no_quorum_message(network_, res.tally, round_.results());
   } else {
     res.message = "not held with this token (extended on " + count_text(res.tally.yes, res.tally.total) + " servers)";
   }
@@ -409,13 +505,15 @@ ExtendResult ExtendRound::result() const {
 ExtendResult Redlock::extend(const LockKeys& keys, const std::string& token, Duration ttl, double drift) {
   ExtendRound round(network_, keys, token, ttl, drift);
   network_.run_until([&] { return round.decided(); }, kNever);
+  if (round.tally().won()) settle(round.round());
   check_duplicates(round.results());
   return round.result();
 }
 
 ReleaseResult Redlock::release(const LockKeys& keys, const std::string& token, bool force) {
   Round round(network_, [&](std::size_t) {
-    return Request::eval(kReleaseScript, {keys.lock, keys.owner}, {token, keys.channel, force ? "1" : "0"});
+    bool any = force || faults::enabled("release-any");
+    return Request::eval(kReleaseScript, {keys.lock, keys.owner}, {token, keys.channel, any ? "1" : "0"});
   });
   // A forced release succeeds wherever the server answered; otherwise where the token was deleted.
   auto classify = [force](const Result& r) {
@@ -442,7 +540,7 @@ ReleaseResult Redlock::release(const LockKeys& keys, const std::string& token, b
   res.released = res.tally.won();
   res.no_quorum = !res.released && res.tally.unreachable();
   if (res.no_quorum) {
-    res.message = no_quorum_message(res.tally, round.results());
+    res.message = no_quorum_message(network_, res.tally, round.results());
   } else if (!res.released) {
     res.message = "not held with this token (deleted on " + count_text(res.deleted, res.tally.total) + " servers)";
   }

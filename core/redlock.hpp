@@ -113,6 +113,7 @@ class ExtendRound {
   // The verdict so far; call when decided() or when giving up on the stragglers.
   ExtendResult result() const;
   const std::vector<std::optional<Result>>& results() const { return round_.results(); }
+  const Round& round() const { return round_; }
 
  private:
   Network& network_;
@@ -135,13 +136,23 @@ class Redlock {
 
  private:
   AcquireResult attempt(const LockSpec& spec);
-  // Releases TOKEN everywhere after a failed attempt; waits for the servers in HOLDS.
-  void release_taken(const LockSpec& spec, const std::vector<bool>& holds);
+  // Releases TOKEN after a failed attempt on the servers in MAY_HOLD; waits for those in HOLDS.
+  void release_taken(const LockSpec& spec, const std::vector<bool>& holds, const std::vector<bool>& may_hold);
+  // Gives the servers not heard from a moment to answer once the outcome is known, so that a
+  // duplicate server is refused however the answers raced.
+  void settle(const Round& round);
+  // Sends FENCE (set-if-greater) to the servers whose answer did not carry it, without waiting.
+  void spread_fence(const LockSpec& spec, std::int64_t fence, const std::vector<std::optional<Result>>& answers);
+  // Stores FENCE on a quorum (set-if-greater); nothing when a quorum did not confirm it in time.
+  std::optional<std::int64_t> write_fence(const LockSpec& spec, std::int64_t fence, TimePoint valid_until);
 
   Network& network_;
   Duration timeout_;
   std::uint64_t seed_;
 };
+
+// The fence a quorum of acquire answers agree on (their counters), if NEEDED of them are equal.
+std::optional<std::int64_t> agreed_fence(const std::vector<std::int64_t>& counters, std::size_t needed);
 
 // Throws the configuration error of a server that turned out to be another configured server.
 void check_duplicates(const std::vector<std::optional<Result>>& results);

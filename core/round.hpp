@@ -15,8 +15,10 @@ class Round {
  public:
   // Sends MAKE(i) to every server i.
   Round(Network& network, const std::function<Request(std::size_t)>& make);
+  // Sends MAKE(i) to the servers i where TO[i] is true; the others count as answered, with nothing.
+  Round(Network& network, const std::vector<bool>& to, const std::function<Request(std::size_t)>& make);
 
-  // The answer of each server, empty while it is still out.
+  // The answer of each server, empty while it is still out (or when it was not asked).
   const std::vector<std::optional<Result>>& results() const { return state_->results; }
   std::size_t received() const { return state_->received; }
   bool complete() const { return state_->received == state_->results.size(); }

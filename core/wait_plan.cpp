@@ -30,12 +30,14 @@ TimePoint WaitPlan::after_attempt(TimePoint now, bool split_vote, std::optional<
   return next;
 }
 
-TimePoint WaitPlan::on_released(TimePoint now, TimePoint planned, std::size_t waiters) {
+TimePoint WaitPlan::on_released(TimePoint now, TimePoint planned, std::size_t waiters, Duration waited) {
   Duration window = slot_ * static_cast<Duration::rep>(waiters > 1 ? waiters - 1 : 0);
   // Several servers announce the same release: the first announcement set the plan.
   if (planned <= now + window) return planned;
   if (window == Duration::zero()) return now;
-  return now + jittered(window, 0.0, 1.0);
+  // Ageing: after a second of waiting the window halves, after three it is a quarter, …
+  double age = std::chrono::duration<double>(waited).count();
+  return now + jittered(window, 0.0, 1.0 / (1.0 + age));
 }
 
 TimePoint WaitPlan::on_acquired(TimePoint now, Duration ttl_guess, bool subscribed) {

@@ -5,7 +5,8 @@
 //  - not subscribed: poll every retry delay, jittered, as other Redlock clients do;
 //  - a split vote (some votes but no quorum): back off by a jittered retry delay;
 //  - on an announced release, the waiters spread their attempts over one round trip each, so that
-//    one goes first and the others see "acquired" and go back to sleep instead of stampeding.
+//    one goes first and the others see "acquired" and go back to sleep instead of stampeding; the
+//    longer a waiter has waited, the earlier in that window it draws, so the oldest tend to win.
 #pragma once
 
 #include <cstddef>
@@ -26,8 +27,9 @@ class WaitPlan {
 
   // After a failed attempt at NOW.
   TimePoint after_attempt(TimePoint now, bool split_vote, std::optional<Duration> holder_free_in, bool subscribed);
-  // A release was announced; WAITERS is how many are subscribed (ourselves included).
-  TimePoint on_released(TimePoint now, TimePoint planned, std::size_t waiters);
+  // A release was announced; WAITERS is how many are subscribed (ourselves included). A waiter
+  // that has WAITED longer draws from a shorter window, so that nobody is passed over for long.
+  TimePoint on_released(TimePoint now, TimePoint planned, std::size_t waiters, Duration waited);
   // Another waiter took the lock: back to sleep until its lock could expire if it never
   // announces a release (TTL_GUESS: ours, as holders of one name mostly share it), or the slow
   // schedule, whichever comes first.

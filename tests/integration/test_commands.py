@@ -310,7 +310,7 @@ class Status(ClusterTest):
         j = a.json()
         self.assertEqual(j["reason"], "busy")
         self.assertEqual([s["result"] for s in j["servers"][:3]], ["foreign"] * 3)
-        self.assertEqual(self.cluster.values("job")[3:], [None, None])
+        self.assertEqual([s.get("job") for s in self.cluster.servers[3:]], [None, None])
 
 
 class BadInput(ClusterTest):

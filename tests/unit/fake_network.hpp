@@ -106,6 +106,12 @@ class FakeNetwork final : public Network {
     }
   }
   std::size_t subscribed() const override { return subscribed_; }
+  void unsubscribe() override {
+    on_message_ = nullptr;
+    subscribed_ = 0;
+    ++unsubscribes;
+  }
+  std::size_t unsubscribes = 0;
 
   // Lets a frozen server run what was queued for it (the replies go nowhere: they timed out).
   void thaw(std::size_t i) {
@@ -185,7 +191,9 @@ class FakeNetwork final : public Network {
   void publish(std::size_t i, const std::string& message) {
     ++servers[i].publishes;
     if (!on_message_ || subscribed_ == 0) return;
-    schedule(now_ + servers[i].latency / 2, [this, i, message] { on_message_(i, message); });
+    schedule(now_ + servers[i].latency / 2, [this, i, message] {
+      if (on_message_) on_message_(i, message);
+    });
   }
 
   static Reply arr(std::vector<Reply> e) { return Reply::array(std::move(e)); }
@@ -200,18 +208,22 @@ class FakeNetwork final : public Network {
     if (name == "acquire") {
       const std::string &lock = a[1], &fence = a[2], &owner = a[3], &token = a[4], &ttl = a[5], &owner_value = a[6],
                         &channel = a[7];
-      std::int64_t c = counter(i, fence);
+      auto incr = [&] {
+        std::int64_t c = counter(i, fence) + 1;
+        s.data[fence] = Entry{std::to_string(c), "string", kNever};
+        return c;
+      };
       Entry* e = find(i, lock);
       if (!e) {
         s.data[lock] = Entry{token, "string", now_ + ms(ttl)};
         if (!owner_value.empty()) s.data[owner] = Entry{owner_value, "string", now_ + ms(ttl)};
         if (!channel.empty()) publish(i, "acquired");
-        r.reply = arr({Reply::number(1), Reply::number(c), Reply::number(0), Reply::status("string")});
+        r.reply = arr({Reply::number(1), Reply::number(incr()), Reply::number(0), Reply::status("string")});
       } else if (e->type == "string" && e->value == token) {
         e->expires = now_ + ms(ttl);
-        r.reply = arr({Reply::number(2), Reply::number(c), Reply::number(0), Reply::status("string")});
+        r.reply = arr({Reply::number(2), Reply::number(incr()), Reply::number(0), Reply::status("string")});
       } else {
-        r.reply = arr({Reply::number(0), Reply::number(c), Reply::number(pttl(i, lock)), Reply::status(e->type)});
+        r.reply = arr({Reply::number(0), Reply::number(0), Reply::number(pttl(i, lock)), Reply::status(e->type)});
       }
     } else if (name == "release") {
       const std::string &lock = a[1], &owner = a[2], &token = a[3], &channel = a[4], &force = a[5];

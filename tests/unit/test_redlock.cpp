@@ -45,10 +45,12 @@ TEST_CASE("acquire on healthy servers: held everywhere, fence 1, validity from t
   CHECK(r.fence == 1);
   CHECK(holders(net, "tok") == 5);
   CHECK(r.tally.yes >= 3);
-  // One round trip (1ms) to lock, one to fence: 10s - 2ms - (100ms + 2ms).
-  CHECK(r.validity <= 10s - 104ms + 1ms);
-  CHECK(r.validity >= 10s - 104ms - 1ms);
+  // One round trip (1ms): the counters agree, so the fence needs no second one.
+  CHECK(r.validity == 10s - 1ms - 102ms);
   CHECK(r.valid_until == r.taken_at - 1ms + 10s - 102ms);
+  // The servers not heard from by then still get the fence written, without anyone waiting.
+  net.advance(5ms);
+  for (std::size_t i = 0; i < 5; ++i) CHECK(net.value(i, "{job}:redlock:fence") == "1");
   CHECK(net.value(0, "{job}:redlock:owner").value().find(" tester") != std::string::npos);
 }
 
@@ -88,7 +90,9 @@ TEST_CASE("busy: another holder on a quorum; our partial votes are released on e
   net.advance(5ms);  // the releases are on their way to every server
   CHECK(holders(net, "tok") == 0);
   CHECK(holders(net, "other") == 3);
-  for (auto& s : net.servers) CHECK(s.log.back() == "release");
+  // Only the servers that took it are released; the busy ones cannot hold our token.
+  for (std::size_t i : Ids{0, 1, 2}) CHECK(net.servers[i].log == std::vector<std::string>{"acquire"});
+  for (std::size_t i : Ids{3, 4}) CHECK(net.servers[i].log == std::vector<std::string>{"acquire", "release"});
   REQUIRE(r.holder_free_in);
   CHECK(*r.holder_free_in <= 3s);
   CHECK(*r.holder_free_in >= 3s - 2ms);
@@ -103,7 +107,8 @@ TEST_CASE("no quorum is told apart from busy") {
   Redlock lock(net);
   auto r = lock.acquire(spec(), no_wait());
   CHECK(r.outcome == AcquireOutcome::NoQuorum);
-  CHECK(r.message.find("3 of 5 servers failed (first: connect: Connection refused)") != std::string::npos);
+  CHECK(r.message.find("3 of 5 servers failed (first: redis://fake:7000: connect: Connection refused)") !=
+        std::string::npos);
   CHECK(r.servers[0].result == "connect");
 
   FakeNetwork busy_and_down(5);
@@ -165,6 +170,66 @@ TEST_CASE("fences strictly increase from holder to holder, also when a minority 
   CHECK(last >= 20);
 }
 
+TEST_CASE("fence: agreeing counters need no second round; disagreeing ones are written back") {
+  FakeNetwork net(5);
+  Redlock lock(net);
+  // Counters 7, 7, 3, 9, 0: after taking the lock they are 8, 8, 4, 10, 1 — no quorum agrees.
+  std::int64_t before[] = {7, 7, 3, 9, 0};
+  for (std::size_t i = 0; i < 5; ++i) net.set(i, "{job}:redlock:fence", std::to_string(before[i]), 1000h);
+  auto r = lock.acquire(spec(), no_wait());
+  REQUIRE(r.outcome == AcquireOutcome::Acquired);
+  // Any fence stored on a quorum before is at most 7 (the third-highest counter).
+  CHECK(r.fence > 7);
+  std::size_t stored = 0;
+  for (std::size_t i = 0; i < 5; ++i) stored += net.value(i, "{job}:redlock:fence") == std::to_string(r.fence) ? 1U : 0U;
+  CHECK(stored >= 3);
+  CHECK(net.servers[2].log == std::vector<std::string>{"acquire", "fence"});
+  lock.release(spec().keys, "tok", false);
+  net.advance(5ms);
+  // Now equal everywhere: the next holder's fence comes with its acquire, one round trip.
+  auto next = lock.acquire(spec("tok2"), no_wait());
+  CHECK(next.fence == r.fence + 1);
+  CHECK(net.servers[2].log.back() == "acquire");
+}
+
+TEST_CASE("fence: two minorities wiped one after the other cannot make it go back") {
+  FakeNetwork net(5);
+  Redlock lock(net);
+  auto latencies = [&](std::initializer_list<int> ms) {
+    std::size_t i = 0;
+    for (int m : ms) net.servers[i++].latency = std::chrono::milliseconds(m);
+  };
+  std::int64_t last = 0;
+  for (int i = 0; i < 5; ++i) {
+    last = lock.acquire(spec("warm" + std::to_string(i)), no_wait()).fence;
+    lock.release(spec().keys, "warm" + std::to_string(i), false);
+  }
+  net.advance(10ms);
+  // s0 and s1 restart empty; s2-s4 answer first and agree on the next fence.
+  net.servers[0].data.clear();
+  net.servers[1].data.clear();
+  latencies({5, 5, 1, 1, 1});
+  auto a = lock.acquire(spec("a"), no_wait());
+  REQUIRE(a.outcome == AcquireOutcome::Acquired);
+  CHECK(a.fence == last + 1);
+  lock.release(spec().keys, "a", false);
+  net.advance(10ms);
+  // Then s2 and s3 restart empty, and s0-s2 answer first: they must still know fence a.
+  net.servers[2].data.clear();
+  net.servers[3].data.clear();
+  latencies({1, 1, 1, 5, 5});
+  auto b = lock.acquire(spec("b"), no_wait());
+  REQUIRE(b.outcome == AcquireOutcome::Acquired);
+  CHECK(b.fence > a.fence);
+}
+
+TEST_CASE("agreed fence needs NEEDED equal counters") {
+  CHECK(agreed_fence({5, 5, 5}, 3) == 5);
+  CHECK(agreed_fence({5, 6, 5, 5}, 3) == 5);
+  CHECK_FALSE(agreed_fence({5, 6, 7}, 3));
+  CHECK_FALSE(agreed_fence({5, 5}, 3));
+}
+
 TEST_CASE("waiting: no retry before the holder could be free, then it is taken at once") {
   FakeNetwork net(5);
   for (std::size_t i = 0; i < 5; ++i) net.set(i, "job", "other", 2s);
@@ -200,6 +265,8 @@ TEST_CASE("a release announced on the channel wakes the waiter at once") {
   auto r = lock.acquire(spec(), wait_for(net, 60s));
   REQUIRE(r.outcome == AcquireOutcome::Acquired);
   CHECK(net.now() - released_at <= 10ms);
+  CHECK(net.unsubscribes == 1);  // the wait is over: no subscriptions left open
+  CHECK(net.subscribed() == 0);
 }
 
 TEST_CASE("a holder that never announces is noticed by the fallback poll") {

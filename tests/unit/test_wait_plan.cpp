@@ -50,15 +50,24 @@ TEST_CASE("split vote backs off by a jittered retry delay") {
 TEST_CASE("an announced release: one waiter goes at once, many spread over a round trip each") {
   WaitPlan plan(200ms, 5);
   plan.observe_round_trip(1ms);  // slot = 2ms
-  CHECK(plan.on_released(t0, t0 + 4s, 1) == t0);
+  CHECK(plan.on_released(t0, t0 + 4s, 1, 0s) == t0);
   for (int i = 0; i < 100; ++i) {
-    TimePoint next = plan.on_released(t0, t0 + 4s, 11);
+    TimePoint next = plan.on_released(t0, t0 + 4s, 11, 0s);
     CHECK(next >= t0);
     CHECK(next <= t0 + 20ms);
   }
   // A second announcement of the same release (another server) keeps the plan.
   TimePoint planned = t0 + 3ms;
-  CHECK(plan.on_released(t0, planned, 11) == planned);
+  CHECK(plan.on_released(t0, planned, 11, 0s) == planned);
+}
+
+TEST_CASE("waiters that have waited longer draw earlier in the window") {
+  WaitPlan plan(200ms, 7);
+  plan.observe_round_trip(1ms);  // slot = 2ms, 11 waiters: a 20ms window
+  for (int i = 0; i < 100; ++i) {
+    CHECK(plan.on_released(t0, t0 + 4s, 11, 3s) <= t0 + 5ms);   // a quarter of the window
+    CHECK(plan.on_released(t0, t0 + 4s, 11, 19s) <= t0 + 1ms);  // a twentieth
+  }
 }
 
 TEST_CASE("someone else took it: sleep until its lock could expire, or the slow schedule") {
