@@ -17,7 +17,10 @@ install_missing() {
 BUILD_PACKAGES=(cmake g++ make ninja-build pkg-config libhiredis-dev libcli11-dev nlohmann-json3-dev doctest-dev
   libssl-dev)
 TEST_PACKAGES=(redis-server redis-tools python3 python3-redis openssl groff-base man-db procps iproute2 nftables
-  faketime)
+  faketime ltrace)
+# What scripts/bench measures redlock against (references only, never redlock's dependencies);
+# node-redlock comes from npm (bench/node/package.json), nodejs and npm only when node is missing.
+BENCH_PACKAGES=(hyperfine time util-linux redis-server redis-tools python3 python3-redis)
 
 # Configures and builds into $1 with the extra CMake arguments that follow; -j2 on this 2-core machine.
 build_redlock() {

@@ -1,0 +1,650 @@
+"""The driver of scripts/bench: measures redlock side by side with what users would pick instead, in
+one run, and prints ratios (a busy machine changes absolute times, not ratios measured in the same
+run) as a Markdown table on stdout and a JSON file.
+
+    bench.py [--quick] [--json PATH] [--rows ROW,ROW...] [-v]
+
+Rows: cycle, run, frozen, scale, handoff, waiter, contention, rss, startup (default: all, in that
+order). Every server is a redis-server started here on a loopback port and killed by its process id
+at the end; every loop is bounded in count and time. Timing targets are reported, never asserted:
+the exit status is 0 when every row was measured (met or not), 1 when a row could not be measured,
+77 when a reference is missing.
+
+Environment: REDLOCK_BIN (the binary, default build/cli/redlock), REDLOCK_BENCH_NODE_MODULES (where
+node-redlock and ioredis are installed; scripts/bench sets it), REDLOCK_BENCH_PYTHON (a python3
+with redis-py, default /usr/bin/python3).
+"""
+
+import argparse
+import datetime
+import json
+import os
+import re
+import shlex
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+
+from cluster import Cluster, die_with_parent  # noqa: E402
+
+ROWS = ["cycle", "run", "frozen", "scale", "handoff", "waiter", "contention", "rss", "startup"]
+SKIP = 77
+
+# What a shell script using redis-cli would send to release: compare-and-delete.
+RELEASE_LUA = 'if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("del", KEYS[1]) else return 0 end'
+# Commands that redlock's and node-redlock's Lua scripts call inside the server: INFO commandstats
+# counts them too, but they are not requests a client sent.
+SCRIPT_INNER = {"get", "set", "exists", "del", "pexpire", "pttl", "type", "publish", "pubsub|numsub"}
+
+
+class Missing(Exception):
+    pass
+
+
+def log(msg):
+    print("bench: " + msg, file=sys.stderr, flush=True)
+
+
+def median(xs):
+    return statistics.median(xs) if xs else None
+
+
+def fmt_ms(v):
+    if v is None:
+        return "—"
+    if v < 1:
+        return "%.3f ms" % v
+    if v < 10:
+        return "%.2f ms" % v
+    if v < 100:
+        return "%.1f ms" % v
+    return "%.0f ms" % v
+
+
+def fmt_ratio(r):
+    return "—" if r is None else "%.2f×" % r
+
+
+def wait_for(pred, timeout, what, interval=0.005):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if pred():
+            return
+        time.sleep(interval)
+    raise RuntimeError("timed out after %.0f s waiting for %s" % (timeout, what))
+
+
+def channel(name):
+    return "{%s}:redlock:wake" % name
+
+
+class Bench:
+    def __init__(self, args):
+        self.quick = args.quick
+        self.verbose = args.verbose
+        self.bin = os.path.abspath(os.environ.get("REDLOCK_BIN") or os.path.join(ROOT, "build", "cli", "redlock"))
+        self.python = os.environ.get("REDLOCK_BENCH_PYTHON") or "/usr/bin/python3"
+        self.node = "node"
+        self.node_modules = os.environ.get("REDLOCK_BENCH_NODE_MODULES") or os.path.join(
+            os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "redlock-bench", "node", "node_modules")
+        self.lock_js = os.path.join(HERE, "node", "lock.js")
+        self.lock_py = os.path.join(HERE, "py", "lock.py")
+        self.env = {k: v for k, v in os.environ.items() if not k.startswith("REDLOCK_")}
+        self.env["NODE_PATH"] = self.node_modules
+        self.env["LC_ALL"] = "C"
+        self.tmp = tempfile.mkdtemp(prefix="redlock-bench-")
+        self.clusters = []
+        self.procs = []
+        self.lines = []  # the table's rows (dicts), in order
+        self.errors = []
+        # Repetitions: hyperfine runs per round, warm-up runs, rounds. Many short rounds, the commands'
+        # order reversed every other round and the times pooled: a drifting load hits all alike.
+        self.runs, self.warmup, self.rounds = (5, 1, 1) if self.quick else (6, 1, 8)
+        # Commands of a few milliseconds: more and shorter rounds.
+        self.fast = {"runs": 5, "rounds": 1} if self.quick else {"runs": 5, "rounds": 20}
+
+    # ---- plumbing -------------------------------------------------------------------------------
+
+    def check_references(self, rows):
+        if not os.path.exists(self.bin):
+            raise Missing("redlock binary not found at %s (set REDLOCK_BIN)" % self.bin)
+        tools = {"hyperfine": "hyperfine", "redis-server": "redis-server", "redis-cli": "redis-tools",
+                 "flock": "util-linux", "/usr/bin/time": "time", "node": "nodejs"}
+        for tool, package in tools.items():
+            if subprocess.run(["sh", "-c", "command -v %s" % shlex.quote(tool)], stdout=subprocess.DEVNULL).returncode:
+                raise Missing("%s not found (Debian package %s)" % (tool, package))
+        if subprocess.run([self.python, "-c", "import redis"], stderr=subprocess.DEVNULL).returncode:
+            raise Missing("%s cannot import redis (Debian package python3-redis)" % self.python)
+        for pkg in ("redlock", "ioredis"):
+            if not os.path.exists(os.path.join(self.node_modules, pkg, "package.json")):
+                raise Missing("node package %s not installed in %s (scripts/bench installs it)" % (pkg, self.node_modules))
+
+    def cluster(self, n):
+        c = Cluster(n)
+        self.clusters.append(c)
+        return c
+
+    def drop(self, c):
+        c.stop()
+        self.clusters.remove(c)
+
+    def spawn(self, argv, **kw):
+        kw.setdefault("env", self.env)
+        kw.setdefault("stdin", subprocess.DEVNULL)
+        kw.setdefault("stdout", subprocess.DEVNULL)
+        kw.setdefault("stderr", subprocess.DEVNULL)
+        p = subprocess.Popen(argv, preexec_fn=die_with_parent, **kw)
+        self.procs.append(p)
+        return p
+
+    def finish(self, p, timeout):
+        """Waits for P and returns its (stdout, stderr); kills it (its own group when it has one) at TIMEOUT."""
+        try:
+            out = p.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.kill(p)
+            raise RuntimeError("%s did not end within %.0f s" % (shlex.join(p.args), timeout))
+        finally:
+            if p in self.procs and p.poll() is not None:
+                self.procs.remove(p)
+        return out
+
+    def kill(self, p):
+        if p.poll() is None:
+            try:
+                if os.getpgid(p.pid) == p.pid:
+                    os.killpg(p.pid, signal.SIGKILL)
+                else:
+                    p.kill()
+            except ProcessLookupError:
+                pass
+            p.wait(timeout=10)
+
+    def cleanup(self):
+        for p in list(self.procs):
+            self.kill(p)
+        self.procs.clear()
+        for c in list(self.clusters):
+            self.drop(c)
+        subprocess.run(["rm", "-rf", self.tmp])
+
+    def path(self, name):
+        return os.path.join(self.tmp, name)
+
+    def redlock(self, *args, timeout=30, check=True):
+        r = subprocess.run([self.bin] + list(args), env=self.env, capture_output=True, timeout=timeout)
+        if check and r.returncode != 0:
+            raise RuntimeError("redlock %s: exit %d: %s" % (" ".join(args), r.returncode, r.stderr.decode()[-500:]))
+        return r
+
+    def hyperfine(self, commands, shell, runs=None, warmup=None, rounds=None):
+        """COMMANDS: [(label, command, prepare or None)]. Returns {label: stats in ms} from the pooled runs."""
+        runs = runs or self.runs
+        warmup = self.warmup if warmup is None else warmup
+        rounds = rounds or self.rounds
+        times = {label: [] for label, _, _ in commands}
+        per_round = {label: [] for label, _, _ in commands}
+        cpu = {label: [] for label, _, _ in commands}
+        for r in range(rounds):
+            order = commands if r % 2 == 0 else list(reversed(commands))
+            out = self.path("hyperfine.json")
+            argv = ["hyperfine", "--style", "basic", "--runs", str(runs), "--warmup", str(warmup), "--export-json", out]
+            if not shell:
+                argv.append("-N")
+            for _, _, prep in order:
+                if prep:
+                    argv += ["--prepare", prep]
+            for label, cmd, _ in order:
+                argv += ["--command-name", label, cmd]
+            res = subprocess.run(argv, env=self.env, stdin=subprocess.DEVNULL, capture_output=True, timeout=900)
+            if self.verbose:
+                sys.stderr.write(res.stdout.decode(errors="replace"))
+            if res.returncode != 0:
+                raise RuntimeError("hyperfine failed (exit %d): %s %s" % (
+                    res.returncode, res.stderr.decode(errors="replace")[-1500:], res.stdout.decode(errors="replace")[-800:]))
+            with open(out) as f:
+                for result in json.load(f)["results"]:
+                    ts = [t * 1000.0 for t in result["times"]]
+                    times[result["command"]] += ts
+                    per_round[result["command"]].append(median(ts))
+                    cpu[result["command"]].append((result["user"] + result["system"]) * 1000.0)  # a mean per round
+        stats = {}
+        for label, ts in times.items():
+            stats[label] = {"median_ms": median(ts), "mean_ms": statistics.fmean(ts), "min_ms": min(ts),
+                            "stdev_ms": statistics.stdev(ts) if len(ts) > 1 else 0.0, "n": len(ts),
+                            "round_medians_ms": per_round[label],
+                            # user + system time (hyperfine's mean of each round, their median), less
+                            # sensitive than wall time to waiting for a CPU
+                            "cpu_ms": median(cpu[label])}
+        return stats
+
+    def line(self, row, measure, redlock, reference, ratio=None, target="report", met=None, **extra):
+        entry = {"row": row, "measure": measure, "redlock": redlock, "reference": reference, "ratio": ratio,
+                 "target": target, "met": met}
+        entry.update(extra)
+        self.lines.append(entry)
+        return entry
+
+    def timed_line(self, row, measure, ours, ref, ref_text, target="report", limit=None, **extra):
+        ratio = ours["median_ms"] / ref["median_ms"] if ref and ref["median_ms"] else None
+        met = None if limit is None or ratio is None else ratio <= limit
+        a, b = ours.get("round_medians_ms", []), ref.get("round_medians_ms", [])
+        if len(a) > 1 and len(a) == len(b):
+            # The spread of the ratio from one round to the next: how much the load moved it.
+            rr = sorted(x / y for x, y in zip(a, b))
+            extra["round_ratios"] = rr
+            extra["ratio_text"] = "%s (rounds %.2f–%.2f)" % (fmt_ratio(ratio), rr[0], rr[-1])
+        return self.line(row, measure, {"value": ours["median_ms"], "unit": "ms", "text": fmt_ms(ours["median_ms"]),
+                                        "stats": ours},
+                         {"value": ref["median_ms"], "unit": "ms", "text": "%s (%s)" % (fmt_ms(ref["median_ms"]), ref_text),
+                          "stats": ref},
+                         ratio, target, met, **extra)
+
+    # ---- rows -----------------------------------------------------------------------------------
+
+    def row_cycle(self):
+        c5, c1 = self.cluster(5), self.cluster(1)
+        R, s5, port = shlex.quote(self.bin), c5.spec(), c1.servers[0].port
+        cmds = [
+            ("redlock", 't=$(%s -S %s acquire -n bench-cycle) && %s -S %s release bench-cycle --token "$t"' % (R, s5, R, s5), None),
+            ("redis-cli", 'r=$(redis-cli -p %d SET bench-cycle tok NX PX 30000) && [ "$r" = OK ] && '
+                          'redis-cli -p %d EVAL %s 1 bench-cycle tok >/dev/null' % (port, port, shlex.quote(RELEASE_LUA)), None),
+            ("node-redlock", "%s %s cycle %s bench-cycle" % (self.node, shlex.quote(self.lock_js), s5), None),
+            ("redis-py", "%s %s cycle 127.0.0.1:%d bench-cycle-py" % (shlex.quote(self.python), shlex.quote(self.lock_py), port), None),
+        ]
+        st = self.hyperfine(cmds, shell=True)
+        m = "`acquire -n` + `release` (2 processes), 5 servers"
+        self.timed_line("cycle", m, st["redlock"], st["redis-cli"], "redis-cli `SET NX PX` + `EVAL`, 1 server",
+                        target="≤ 0.6× redis-cli", limit=0.6)
+        self.timed_line("cycle", m, st["redlock"], st["node-redlock"], "node-redlock lock+unlock, 5 servers, 1 process")
+        self.timed_line("cycle", m, st["redlock"], st["redis-py"], "redis-py `Lock` acquire+release, 1 server, 1 process")
+
+    def row_run(self):
+        c5 = self.cluster(5)
+        lockfile = self.path("run.lock")
+        open(lockfile, "w").close()
+        st = self.hyperfine([("redlock", "%s -S %s run -n bench-run -- true" % (self.bin, c5.spec()), None),
+                             ("flock", "flock %s true" % lockfile, None)], shell=False,
+                            **self.fast)
+        self.timed_line("run", "`run -n NAME -- true`, 5 servers", st["redlock"], st["flock"], "`flock FILE true`",
+                        target="≤ 2× flock", limit=2.0)
+
+    def row_frozen(self):
+        healthy, frozen = self.cluster(5), self.cluster(5)
+        frozen.servers[0].freeze()
+        frozen.servers[1].freeze()
+        cmds = []
+        for label, c in (("healthy", healthy), ("frozen", frozen)):
+            # Each timed acquire takes the lock anew: the untimed --prepare frees it first.
+            self.redlock("-S", c.spec(), "acquire", "-n", "bench-frozen")
+            cmds.append((label, "%s -S %s acquire -n bench-frozen" % (self.bin, c.spec()),
+                         "%s -S %s release --force bench-frozen" % (self.bin, c.spec())))
+        st = self.hyperfine(cmds, shell=False, **self.fast)
+        self.timed_line("frozen", "`acquire -n` with 2 of 5 servers frozen (SIGSTOP)", st["frozen"], st["healthy"],
+                        "the same, 5 healthy", target="≤ 1.5× healthy", limit=1.5,
+                        note="servers 1 and 2 of the list are the frozen ones")
+        # node-redlock sets no deadline on a server's answer: bounded here.
+        bound = 5.0 if self.quick else 10.0
+        t0 = time.monotonic()
+        p = self.spawn([self.node, self.lock_js, "cycle", frozen.spec(), "bench-frozen-node"], start_new_session=True)
+        try:
+            p.wait(timeout=bound)
+            node = {"returned": True, "exit": p.returncode, "elapsed_ms": (time.monotonic() - t0) * 1000}
+            text = "returned in %s (exit %d)" % (fmt_ms(node["elapsed_ms"]), p.returncode)
+        except subprocess.TimeoutExpired:
+            self.kill(p)
+            node = {"returned": False, "bound_s": bound}
+            text = "did not return within %.0f s" % bound
+        self.procs.remove(p)
+        self.line("frozen", "`acquire -n` with 2 of 5 servers frozen",
+                  {"value": st["frozen"]["median_ms"], "unit": "ms", "text": fmt_ms(st["frozen"]["median_ms"])},
+                  dict(node, text="node-redlock lock+unlock: " + text), None, "report", None)
+
+    def row_scale(self):
+        c9 = self.cluster(9)
+        cmds = []
+        for n in (3, 5, 7, 9):
+            name = "bench-scale-%d" % n
+            self.redlock("-S", c9.spec(n), "acquire", "-n", name)
+            cmds.append((str(n), "%s -S %s acquire -n %s" % (self.bin, c9.spec(n), name),
+                         "%s -S %s release --force %s" % (self.bin, c9.spec(n), name)))
+        st = self.hyperfine(cmds, shell=False, **self.fast)
+        for n in (5, 7, 9):
+            self.timed_line("scale", "`acquire -n` at %d servers" % n, st[str(n)], st["3"], "at 3 servers",
+                            target="9 ≤ 1.3× 3" if n == 9 else "report", limit=1.3 if n == 9 else None)
+
+    @staticmethod
+    def _blocked_in_flock(pid, inode):
+        """Whether PID waits for a lock on INODE: /proc/locks lists a blocked request as
+        `N: -> FLOCK ADVISORY WRITE PID MAJ:MIN:INODE 0 EOF`."""
+        with open("/proc/locks") as f:
+            for line in f:
+                parts = line.split()
+                if "->" in parts:
+                    i = parts.index("->")
+                    if parts[i + 4:i + 6] and parts[i + 4] == str(pid) and parts[i + 5].endswith(":%d" % inode):
+                        return True
+        return False
+
+    def _handoff_once(self, tool, c5, go, started, lockfile):
+        for f in (go, started):
+            if os.path.exists(f):
+                os.unlink(f)
+        hold = ("touch %s; i=0; while [ ! -e %s ] && [ $i -lt 1000 ]; do sleep 0.01; i=$((i+1)); done; date +%%s%%N"
+                % (started, go))
+        if tool == "redlock":
+            base = [self.bin, "-S", c5.spec(), "run", "bench-handoff", "--"]
+        else:
+            base = ["flock", lockfile]
+        holder = self.spawn(base + ["sh", "-c", hold], stdout=subprocess.PIPE)
+        try:
+            wait_for(lambda: os.path.exists(started), 20, "the holder's command to start")
+            waiter = self.spawn(base + ["date", "+%s%N"], stdout=subprocess.PIPE)
+            try:
+                if tool == "redlock":
+                    wait_for(lambda: c5.numsub(channel("bench-handoff")) == len(c5.servers), 20,
+                             "the waiter's subscriptions")
+                else:
+                    inode = os.stat(lockfile).st_ino
+                    wait_for(lambda: self._blocked_in_flock(waiter.pid, inode), 20, "flock's waiter to block")
+                time.sleep(0.1)  # the same for both: the waiter is asleep by now
+                open(go, "w").close()
+                end = int(self.finish(holder, 30)[0])
+                start = int(self.finish(waiter, 30)[0])
+            finally:
+                self.kill(waiter)
+        finally:
+            self.kill(holder)
+        return (start - end) / 1e6
+
+    def row_handoff(self):
+        c5 = self.cluster(5)
+        go, started, lockfile = self.path("go"), self.path("started"), self.path("handoff.lock")
+        open(lockfile, "w").close()
+        reps = 5 if self.quick else 40
+        samples = {"redlock": [], "flock": []}
+        for i in range(reps):
+            for tool in (("redlock", "flock") if i % 2 == 0 else ("flock", "redlock")):
+                samples[tool].append(self._handoff_once(tool, c5, go, started, lockfile))
+        # Blocks of 5 hand-offs stand for hyperfine's rounds in the ratio's spread.
+        st = {k: {"median_ms": median(v), "min_ms": min(v), "max_ms": max(v), "n": len(v), "samples_ms": v,
+                  "round_medians_ms": [median(v[i:i + 5]) for i in range(0, len(v) - 4, 5)]}
+              for k, v in samples.items()}
+        self.timed_line("handoff", "hand-off: holder's command ends → waiting `run`'s command starts, 5 servers",
+                        st["redlock"], st["flock"], "flock, same shape", target="≤ 2× flock", limit=2.0,
+                        clock="date +%s%N on both sides")
+
+    def row_waiter(self):
+        a, b = self.cluster(5), self.cluster(5)
+        name = "bench-waiter"
+        for c in (a, b):
+            self.redlock("-S", c.spec(), "acquire", "--ttl", "600s", name)
+        window = 6.0 if self.quick else 20.0
+        ours = self.spawn([self.bin, "-S", a.spec(), "run", name, "--", "true"])
+        theirs = self.spawn([self.node, self.lock_js, "wait", b.spec(), name])
+        try:
+            wait_for(lambda: a.numsub(channel(name)) == len(a.servers), 20, "redlock's subscriptions")
+            time.sleep(1.5)  # node has connected and is in its retry loop; redlock past its first attempts
+            before = (a.commandstats(), b.commandstats())
+            t0 = time.monotonic()
+            time.sleep(window)
+            after = (a.commandstats(), b.commandstats())
+            elapsed = time.monotonic() - t0
+            for p, what in ((ours, "redlock"), (theirs, "node-redlock")):
+                if p.poll() is not None:
+                    raise RuntimeError("the %s waiter ended (exit %s) while the lock was held" % (what, p.returncode))
+        finally:
+            for p in (ours, theirs):
+                self.kill(p)
+                self.procs.remove(p)
+        rates = []
+        for (s0, s1), c in zip(zip(before, after), (a, b)):
+            delta = {k: s1.get(k, 0) - s0.get(k, 0) for k in s1 if s1.get(k, 0) != s0.get(k, 0)}
+            # Our own INFO commandstats: the first snapshot's call on each server lies in the window.
+            delta["info"] = delta.get("info", 0) - len(c.servers)
+            top = {k: v for k, v in delta.items() if k not in SCRIPT_INNER and v}
+            rates.append({"per_s": sum(top.values()) / elapsed, "top_level": top,
+                          "inside_scripts": {k: v for k, v in delta.items() if k in SCRIPT_INNER}, "window_s": elapsed})
+        r, n = rates
+        ratio = r["per_s"] / n["per_s"] if n["per_s"] else None
+        self.line("waiter", "commands/s one waiting `run` costs the 5 servers (top-level, INFO commandstats)",
+                  dict(r, value=r["per_s"], unit="cmd/s", text="%.2f cmd/s" % r["per_s"]),
+                  dict(n, value=n["per_s"], unit="cmd/s", text="%.2f cmd/s (node-redlock retry loop, retryCount -1)" % n["per_s"]),
+                  ratio, "≤ 2 cmd/s", r["per_s"] <= 2.0)
+
+    def row_contention(self):
+        c5 = self.cluster(5)
+        procs, runs = (5, 4) if self.quick else (20, 20)
+        body = "n=$(cat %s); echo $((n + 1)) > %s"
+        result = {}
+        for tool in ("redlock", "flock"):
+            counter, fails, lockfile = self.path("counter-" + tool), self.path("fails-" + tool), self.path("contention.lock")
+            with open(counter, "w") as f:
+                f.write("0\n")
+            open(fails, "w").close()
+            open(lockfile, "w").close()
+            rmw = shlex.quote(body % (counter, counter))
+            if tool == "redlock":
+                one = "%s -S %s run -w 120s bench-contention -- sh -c %s" % (shlex.quote(self.bin), c5.spec(), rmw)
+            else:
+                one = "flock -w 120 %s sh -c %s" % (lockfile, rmw)
+            loop = "i=0; while [ $i -lt %d ]; do %s || echo $? >> %s; i=$((i+1)); done" % (runs, one, fails)
+            t0 = time.monotonic()
+            ps = [self.spawn(["sh", "-c", loop], start_new_session=True) for _ in range(procs)]
+            deadline = t0 + 600
+            for p in ps:
+                self.finish(p, max(1.0, deadline - time.monotonic()))
+            wall = time.monotonic() - t0
+            with open(counter) as f:
+                final = int(f.read().strip() or 0)
+            with open(fails) as f:
+                failed = [int(x) for x in f.read().split()]
+            result[tool] = {"wall_s": wall, "final_counter": final, "expected": procs * runs, "failed_runs": len(failed),
+                            "failed_exit_codes": sorted(set(failed))}
+        ours, ref = result["redlock"], result["flock"]
+        lost = ours["expected"] - ours["final_counter"]
+        ok = lost == 0 and ours["failed_runs"] == 0
+        self.line("contention", "%d processes × %d `run -w` on one name (read-modify-write of a counter): wall time"
+                  % (procs, runs),
+                  dict(ours, value=ours["wall_s"], unit="s",
+                       text="%.2f s, counter %d/%d" % (ours["wall_s"], ours["final_counter"], ours["expected"])),
+                  dict(ref, value=ref["wall_s"], unit="s",
+                       text="%.2f s, counter %d/%d (flock -w)" % (ref["wall_s"], ref["final_counter"], ref["expected"])),
+                  ours["wall_s"] / ref["wall_s"], "report; no run lost", ok)
+
+    def row_rss(self):
+        c5, c1 = self.cluster(5), self.cluster(1)
+        reps = 1 if self.quick else 3
+        own = "sleep 2; grep VmHWM /proc/$PPID/status"  # the parent's own peak, read by its child at the end
+        big = "b = b'x' * (64 << 20)"  # a child with a 64 MiB peak
+        runs = {}
+        for i in range(reps):
+            f1, f2 = self.path("rss-%d.lock" % i), self.path("rss-own-%d.lock" % i)
+            cmds = {
+                "redlock": [self.bin, "-S", c5.spec(), "run", "--ttl", "1s", "bench-rss-%d" % i, "--", "sleep", "2"],
+                "redlock-own": [self.bin, "-S", c5.spec(), "run", "--ttl", "1s", "bench-rss-own-%d" % i, "--",
+                                "sh", "-c", own],
+                "redlock-big-child": [self.bin, "-S", c5.spec(), "run", "bench-rss-big-%d" % i, "--", self.python, "-c", big],
+                "redis-cli": ["redis-cli", "-p", str(c1.servers[0].port), "BLPOP", "bench-rss-list-%d" % i, "2"],
+                "flock": ["flock", f1, "sleep", "2"],
+                "flock-own": ["flock", f2, "sh", "-c", own],
+                "node-redlock": [self.node, self.lock_js, "hold", c5.spec(), "bench-rss-node-%d" % i, "2000"],
+                "redis-py": [self.python, self.lock_py, "hold", c1.servers[0].address, "bench-rss-py-%d" % i, "2000"],
+                "sleep": ["sleep", "2"],
+            }
+            ps = {}
+            for label, argv in cmds.items():
+                out = self.path("rss-%s-%d.txt" % (label, i))
+                ps[label] = (self.spawn(["/usr/bin/time", "-f", "%M", "-o", out] + argv, stdout=subprocess.PIPE), out)
+            for label, (p, out) in ps.items():
+                stdout = self.finish(p, 60)[0].decode(errors="replace")
+                with open(out) as f:
+                    text = f.read()
+                m = re.findall(r"^(\d+)\s*$", text, re.M)
+                r = runs.setdefault(label, {"time_max_rss_kib": [], "exit": []})
+                r["exit"].append(p.returncode)
+                r["time_max_rss_kib"].append(int(m[-1]) if m else None)
+                hwm = re.search(r"VmHWM:\s*(\d+) kB", stdout)
+                if hwm:
+                    r.setdefault("own_vmhwm_kib", []).append(int(hwm.group(1)))
+        for label, r in runs.items():
+            if any(code != 0 for code in r["exit"]):
+                raise RuntimeError("%s exited %s in the RSS row" % (label, r["exit"]))
+        mib = lambda kib: kib / 1024.0  # noqa: E731
+        med = {label: median([k for k in r["time_max_rss_kib"] if k is not None]) for label, r in runs.items()}
+        own_rl = median(runs["redlock-own"].get("own_vmhwm_kib", []))
+        own_fl = median(runs["flock-own"].get("own_vmhwm_kib", []))
+        # GNU time reports the ru_maxrss that wait4() returns for its child: the larger of the child's
+        # own peak and the peaks of the children it waited for (RUSAGE_BOTH in the kernel), not their sum.
+        # `run -- sleep 2`: sleep's own peak is smaller, so the figure is redlock's own; checked below.
+        method = {
+            "gnu_time": "GNU time's %M is the ru_maxrss of wait4(): max(the process's own peak, its waited-for "
+                        "descendants' peaks), never a sum",
+            "checked": {
+                "redlock_run_big_child_kib": med["redlock-big-child"],
+                "redlock_own_vmhwm_kib": own_rl, "sleep_kib": med["sleep"],
+                "flock_own_vmhwm_kib": own_fl,
+            },
+        }
+        ours = med["redlock"]
+        if med["sleep"] >= ours:  # the child would dominate: use redlock's own high-water mark
+            ours = own_rl
+        limit_ok = mib(ours) <= 6.0 and ours <= med["redis-cli"]
+        measure = "peak RSS of `run --ttl 1s -- sleep 2` (renewals), own"
+        self.line("rss", measure, {"value": mib(ours), "unit": "MiB", "text": "%.2f MiB" % mib(ours), "runs": runs["redlock"]},
+                  {"value": mib(med["redis-cli"]), "unit": "MiB",
+                   "text": "%.2f MiB (`redis-cli BLPOP x 2`)" % mib(med["redis-cli"]), "runs": runs["redis-cli"]},
+                  ours / med["redis-cli"], "≤ 6 MiB and ≤ redis-cli", limit_ok, method=method)
+        for label, text in (("flock", "`flock FILE sleep 2`"), ("node-redlock", "node-redlock holding 2 s, 5 servers"),
+                            ("redis-py", "redis-py `Lock` holding 2 s")):
+            self.line("rss", measure, {"value": mib(ours), "unit": "MiB", "text": "%.2f MiB" % mib(ours)},
+                      {"value": mib(med[label]), "unit": "MiB", "text": "%.2f MiB (%s)" % (mib(med[label]), text),
+                       "runs": runs[label]},
+                      ours / med[label], "report", None)
+
+    def row_startup(self):
+        st = self.hyperfine([("redlock", "%s --version" % self.bin, None), ("true", "/bin/true", None),
+                             ("redis-cli", "redis-cli --version", None)], shell=False,
+                            runs=self.fast["runs"] * 2, rounds=self.fast["rounds"])
+        self.timed_line("startup", "start-up: `redlock --version`", st["redlock"], st["true"], "`/bin/true`")
+        self.timed_line("startup", "start-up: `redlock --version`", st["redlock"], st["redis-cli"], "`redis-cli --version`")
+
+    # ---- output ---------------------------------------------------------------------------------
+
+    def table(self):
+        out = ["| measure | redlock | reference | ratio | target | met? |", "| --- | --- | --- | --- | --- | --- |"]
+        for e in self.lines:
+            met = "—" if e["met"] is None else ("yes" if e["met"] else "NO")
+            ref = e["reference"]["text"] if isinstance(e["reference"], dict) else str(e["reference"])
+            out.append("| %s | %s | %s | %s | %s | %s |" % (e["measure"], e["redlock"]["text"], ref,
+                                                         e.get("ratio_text") or fmt_ratio(e["ratio"]),
+                                                         e["target"], met))
+        for row, err in self.errors:
+            out.append("| %s | error: %s | — | — | — | NO |" % (row, err.replace("|", "/").replace("\n", " ")[:300]))
+        return "\n".join(out)
+
+
+def versions(bench):
+    def first_line(argv):
+        try:
+            r = subprocess.run(argv, capture_output=True, timeout=20, env=bench.env)
+            return (r.stdout or r.stderr).decode(errors="replace").strip().splitlines()[0]
+        except (OSError, IndexError, subprocess.SubprocessError):
+            return None
+
+    def npm_version(pkg):
+        try:
+            with open(os.path.join(bench.node_modules, pkg, "package.json")) as f:
+                return json.load(f)["version"]
+        except (OSError, ValueError, KeyError):
+            return None
+
+    return {"redlock": first_line([bench.bin, "--version"]), "hyperfine": first_line(["hyperfine", "--version"]),
+            "redis-server": first_line(["redis-server", "--version"]), "redis-cli": first_line(["redis-cli", "--version"]),
+            "flock": first_line(["flock", "--version"]), "node": first_line(["node", "--version"]),
+            "node-redlock": npm_version("redlock"), "ioredis": npm_version("ioredis"),
+            "redis-py": first_line([bench.python, "-c", "import redis; print(redis.__version__)"]),
+            "time": first_line(["/usr/bin/time", "--version"])}
+
+
+def main():
+    ap = argparse.ArgumentParser(prog="scripts/bench", description="redlock against its alternatives, in one run, as ratios")
+    ap.add_argument("--quick", action="store_true", help="fewer repetitions (a smoke run)")
+    ap.add_argument("--json", default=os.path.join(ROOT, "bench", "results", "bench.json"), help="where the JSON goes")
+    ap.add_argument("--rows", default=",".join(ROWS), help="comma-separated rows: " + ",".join(ROWS))
+    ap.add_argument("-v", "--verbose", action="store_true", help="hyperfine's own output on stderr")
+    args = ap.parse_args()
+    rows = [r.strip() for r in args.rows.split(",") if r.strip()]
+    unknown = [r for r in rows if r not in ROWS]
+    if unknown or not rows:
+        ap.error("unknown rows %s (rows: %s)" % (",".join(unknown), ",".join(ROWS)))
+    rows = [r for r in ROWS if r in rows]
+
+    def stop(signum, frame):
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGHUP, stop)
+
+    bench = Bench(args)
+    try:
+        bench.check_references(rows)
+    except Missing as e:
+        print("bench: skipped: %s" % e, file=sys.stderr)
+        bench.cleanup()
+        return SKIP
+    started = datetime.datetime.now(datetime.timezone.utc)
+    load_before = os.getloadavg()
+    timings = {}
+    try:
+        for row in rows:
+            log("%s ..." % row)
+            t0 = time.monotonic()
+            try:
+                getattr(bench, "row_" + row)()
+            except Exception as e:  # noqa: BLE001 -- one row's failure is reported, the others still run
+                bench.errors.append((row, "%s: %s" % (type(e).__name__, e)))
+                log("%s failed: %s" % (row, e))
+            finally:
+                for c in list(bench.clusters):
+                    bench.drop(c)
+            timings[row] = time.monotonic() - t0
+            log("%s done in %.1f s" % (row, timings[row]))
+    finally:
+        bench.cleanup()
+    command = "scripts/bench" + (" --quick" if args.quick else "") + (
+        " --rows " + ",".join(rows) if rows != ROWS else "")
+    doc = {"version": 1, "command": command, "quick": args.quick, "started": started.isoformat(),
+           "machine": {"cpus": os.cpu_count(), "loadavg_before": load_before, "loadavg_after": os.getloadavg()},
+           "versions": versions(bench), "rows_run": rows, "seconds": timings, "lines": bench.lines,
+           "errors": [{"row": r, "error": e} for r, e in bench.errors],
+           "not_met": [e["measure"] + " vs " + (e["reference"]["text"] if isinstance(e["reference"], dict) else "")
+                       for e in bench.lines if e["met"] is False]}
+    os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
+    with open(args.json, "w") as f:
+        json.dump(doc, f, indent=2)
+        f.write("\n")
+    print(bench.table())
+    print()
+    print("Produced by `%s` (%s, %d CPUs, load %.1f → %.1f); JSON: %s" % (
+        command, doc["versions"]["redlock"], os.cpu_count(), load_before[0], doc["machine"]["loadavg_after"][0],
+        os.path.abspath(args.json)))
+    if doc["not_met"]:
+        print()
+        print("Targets not met:")
+        for e in bench.lines:
+            if e["met"] is False:
+                print("- %s: %s against %s (%s), target %s" % (e["measure"], e["redlock"]["text"], e["reference"]["text"],
+                                                               fmt_ratio(e["ratio"]), e["target"]))
+    return 1 if bench.errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
