@@ -1,7 +1,28 @@
+#include <CLI/CLI.hpp>
+#include <cstdio>
+
 #include "commands.hpp"
+#include "completions.hpp"
 
 namespace redlock::cli {
 
-void setup_completion(CLI::App&, const GlobalOptions&, Action&) {}
+namespace {
+
+// The scripts are the files in completions/, embedded at build time, so that what
+// `redlock completion bash` prints is what `cmake --install` puts in the completion directories.
+int print_completion(const std::string& shell) {
+  std::string_view script = shell == "zsh" ? kZshCompletion : kBashCompletion;
+  std::fwrite(script.data(), 1, script.size(), stdout);
+  return std::fflush(stdout) == 0 ? 0 : 1;
+}
+
+}  // namespace
+
+void setup_completion(CLI::App& app, const GlobalOptions&, Action& action) {
+  auto shell = std::make_shared<std::string>();
+  auto* sub = app.add_subcommand("completion", "print the completion script for bash or zsh");
+  sub->add_option("SHELL", *shell, "bash or zsh")->required()->check(CLI::IsMember({"bash", "zsh"}));
+  sub->callback([shell, &action] { action = [shell] { return print_completion(*shell); }; });
+}
 
 }  // namespace redlock::cli

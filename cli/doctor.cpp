@@ -1,7 +1,168 @@
+#include "doctor.hpp"
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+
 #include "commands.hpp"
+#include "duration.hpp"
+#include "exit_codes.hpp"
 
 namespace redlock::cli {
 
-void setup_doctor(CLI::App&, const GlobalOptions&, Action&) {}
+namespace {
+
+struct DoctorCliOptions {
+  std::string ttl = "30s";
+};
+
+// Fit for Redlock, but something deserves a look (or is plainly wrong: a replica, an ACL refusal).
+constexpr int kWarnings = 1;
+
+std::string overall_name(const DoctorReport& r) {
+  if (r.no_quorum) return "no_quorum";
+  return r.verdict >= Verdict::Warn ? "warnings" : "fit";
+}
+
+int exit_status(const DoctorReport& r) {
+  if (r.no_quorum) return exit_code::kNoQuorum;
+  return r.verdict >= Verdict::Warn ? kWarnings : exit_code::kOk;
+}
+
+// TEXT with control characters escaped (it may quote a prefix or a server's error), whole: the
+// summaries are longer than printable() lets through.
+std::string escaped(const std::string& text) {
+  std::string out;
+  for (std::size_t start = 0; start < text.size(); start += 80) out += printable(text.substr(start, 80));
+  return out;
+}
+
+// TEXT folded at word boundaries to lines of at most WIDTH characters, each starting with INDENT.
+void print_wrapped(const std::string& text, const std::string& indent, std::size_t width) {
+  std::string line;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    std::size_t end = text.find(' ', start);
+    if (end == std::string::npos) end = text.size();
+    std::string word = text.substr(start, end - start);
+    if (!line.empty() && indent.size() + line.size() + 1 + word.size() > width) {
+      std::printf("%s%s\n", indent.c_str(), line.c_str());
+      line.clear();
+    }
+    line += (line.empty() ? "" : " ") + word;
+    start = end + 1;
+  }
+  if (!line.empty()) std::printf("%s%s\n", indent.c_str(), line.c_str());
+}
+
+void print_plain(const DoctorReport& r, const DoctorOptions& options) {
+  std::printf("redlock doctor: %zu servers, a quorum is %zu; --ttl %s, --timeout %s\n\n", r.reachable.total,
+              r.reachable.needed(), format_duration(options.ttl).c_str(), format_duration(options.timeout).c_str());
+  for (const auto& c : r.checks) {
+    std::printf("%-8s %-12s %s\n", std::string(verdict_name(c.verdict)).c_str(), c.name.c_str(),
+                escaped(c.summary).c_str());
+    for (const auto& note : c.notes) {
+      std::printf("%22s- %s: %s\n", "", r.servers[note.server].server.c_str(), escaped(note.text).c_str());
+    }
+    if (!c.advice.empty()) print_wrapped(c.advice, std::string(22, ' '), 100);
+  }
+  std::string verdict = overall_name(r);
+  if (verdict == "no_quorum") verdict = "no quorum";
+  std::printf("\nverdict: %s (exit %d)\n", verdict.c_str(), exit_status(r));
+}
+
+Json json_optional_ms(const std::optional<Duration>& d) {
+  return d ? Json(json_ms(*d)) : Json(nullptr);
+}
+
+void print_json_report(const DoctorReport& r, const DoctorOptions& options) {
+  Json j;
+  j["version"] = 1;
+  j["command"] = "doctor";
+  j["ttl_ms"] = std::chrono::duration_cast<Millis>(options.ttl).count();
+  j["timeout_ms"] = json_ms(options.timeout);
+  j["probe_key"] = options.probe_key;
+  j["quorum"] = json_quorum(r.reachable);
+  if (r.skew) {
+    j["clock_skew_ms"] = json_ms(r.skew->skew);
+    j["clock_uncertainty_ms"] = json_ms(r.skew->uncertainty);
+  } else {
+    j["clock_skew_ms"] = nullptr;
+    j["clock_uncertainty_ms"] = nullptr;
+  }
+  auto servers = Json::array();
+  for (std::size_t i = 0; i < r.servers.size(); ++i) {
+    const ServerFacts& f = r.servers[i];
+    Json s;
+    s["server"] = f.server;
+    s["reachable"] = f.reachable;
+    s["duplicate"] = f.duplicate;
+    s["error"] = f.error.empty() ? Json(nullptr) : Json(f.error);
+    s["first_latency_ms"] = json_optional_ms(f.first_latency);
+    s["latency_ms"] = json_optional_ms(f.round_trip);
+    s["role"] = f.role ? Json(*f.role) : Json(nullptr);
+    s["replicas"] = f.role ? Json(f.replicas) : Json(nullptr);
+    s["run_id"] = f.run_id ? Json(*f.run_id) : Json(nullptr);
+    s["redis_version"] = f.version ? Json(*f.version) : Json(nullptr);
+    s["uptime_s"] = f.uptime_s ? Json(*f.uptime_s) : Json(nullptr);
+    s["aof_enabled"] = f.aof ? Json(*f.aof) : Json(nullptr);
+    s["appendfsync"] = f.appendfsync ? Json(*f.appendfsync) : Json(nullptr);
+    s["clock_offset_ms"] = r.skew ? json_optional_ms(r.skew->offsets[i]) : Json(nullptr);
+    s["acl_denied"] = f.denied;
+    servers.push_back(std::move(s));
+  }
+  j["servers"] = servers;
+  auto checks = Json::array();
+  for (const auto& c : r.checks) {
+    Json check;
+    check["check"] = c.name;
+    check["verdict"] = verdict_name(c.verdict);
+    check["summary"] = c.summary;
+    check["advice"] = c.advice.empty() ? Json(nullptr) : Json(c.advice);
+    auto notes = Json::array();
+    for (const auto& note : c.notes) {
+      notes.push_back(
+          {{"server", r.servers[note.server].server}, {"verdict", verdict_name(note.verdict)}, {"detail", note.text}});
+    }
+    check["servers"] = notes;
+    checks.push_back(std::move(check));
+  }
+  j["checks"] = checks;
+  j["verdict"] = overall_name(r);
+  j["exit_status"] = exit_status(r);
+  print_json(j);
+}
+
+int run_doctor_command(const DoctorCliOptions& o, const GlobalOptions& global) {
+  DoctorOptions options;
+  options.ttl = ttl_option(o.ttl, "--ttl");
+  options.timeout = request_timeout(global);
+  options.probe_key = doctor_probe_key(global.prefix);
+  auto transport = connect_servers(global);
+  DoctorReport report = run_doctor(*transport, options);
+  transport->flush(Clock::now() + options.timeout);
+
+  if (global.json) {
+    print_json_report(report, options);
+  } else {
+    print_plain(report, options);
+    if (report.no_quorum) {
+      std::fprintf(stderr, "redlock: error: no quorum: %zu of %zu servers answered; %zu must answer\n",
+                   report.reachable.yes, report.reachable.total, report.reachable.needed());
+    }
+  }
+  return exit_status(report);
+}
+
+}  // namespace
+
+void setup_doctor(CLI::App& app, const GlobalOptions& global, Action& action) {
+  auto o = std::make_shared<DoctorCliOptions>();
+  auto* sub = app.add_subcommand("doctor", "check that the servers suit Redlock, with a verdict per check");
+  sub->add_option("--ttl", o->ttl, "the longest TTL your locks use (uptime, persistence and clock checks)")
+      ->type_name("DUR")
+      ->envname("REDLOCK_TTL")
+      ->capture_default_str();
+  sub->callback([o, &global, &action] { action = [o, &global] { return run_doctor_command(*o, global); }; });
+}
 
 }  // namespace redlock::cli

@@ -1,0 +1,128 @@
+# bash completion for redlock(1)                                         -*- shell-script -*-
+#
+# Installed as share/bash-completion/completions/redlock, where bash-completion loads it on first
+# use; `redlock completion bash` prints it, so `source <(redlock completion bash)` works too. It
+# needs nothing but bash itself.
+
+# Options that take a value, and the kind of value: duration, file, signal, server, or none.
+_redlock_value_kind() {
+    case $1 in
+        --timeout | --ttl | -w | --wait | --retry-delay | --renew | -k | --kill-after | --min-hold | --max-hold)
+            echo duration ;;
+        --password-file | --tls-ca | --tls-cert | --tls-key | --token-file | --report)
+            echo file ;;
+        --signal)
+            echo signal ;;
+        -S | --servers)
+            echo server ;;
+        --user | --tls-server-name | --prefix | --token | --owner | --drift | -E | --conflict-exit-code | \
+            -c | --command | --lost-exit-code)
+            echo other ;;
+        *)
+            return 1 ;;
+    esac
+}
+
+_redlock() {
+    local cur prev
+    cur=${COMP_WORDS[COMP_CWORD]}
+    prev=
+    ((COMP_CWORD > 0)) && prev=${COMP_WORDS[COMP_CWORD - 1]}
+    # "--ttl=5" is split at the "=" (it is in COMP_WORDBREAKS): complete the value after it.
+    if [[ $cur == = ]]; then
+        cur=
+    elif [[ $prev == = ]] && ((COMP_CWORD > 1)); then
+        prev=${COMP_WORDS[COMP_CWORD - 2]}
+    fi
+
+    local global_opts="-S --servers --timeout --password-file --user --tls-ca --tls-cert --tls-key
+        --tls-server-name --tls-insecure --json -v --verbose -q --quiet --prefix -h --help -V --version"
+    local commands="acquire extend release status run doctor completion"
+    local acquire_opts="--ttl -n --nonblock -w --wait -E --conflict-exit-code --token --token-file
+        --retry-delay --drift --owner"
+    local run_opts="$acquire_opts -c --command --renew --signal -k --kill-after --lost-exit-code --report
+        --min-hold --max-hold"
+
+    # Find the command, how many words follow it, and where run's "--" is.
+    local i=1 word cmd= args=0 dashdash=0
+    while ((i < COMP_CWORD)); do
+        word=${COMP_WORDS[i]}
+        if [[ $cmd == run && $word == -- ]]; then
+            dashdash=$i
+            break
+        fi
+        case $word in
+            --*=*) ;;
+            -*)
+                if _redlock_value_kind "$word" >/dev/null; then
+                    # The value is the next word, or the one after a split-off "=".
+                    if [[ ${COMP_WORDS[i + 1]} == = ]]; then i=$((i + 1)); fi
+                    i=$((i + 1))
+                fi
+                ;;
+            *)
+                if [[ -z $cmd ]]; then
+                    cmd=$word
+                else
+                    args=$((args + 1))
+                fi
+                ;;
+        esac
+        i=$((i + 1))
+    done
+
+    # run NAME -- CMD [ARG...]: a command name first, then whatever that command takes.
+    if ((dashdash > 0)); then
+        if ((COMP_CWORD == dashdash + 1)); then
+            mapfile -t COMPREPLY < <(compgen -c -- "$cur")
+        else
+            compopt -o default 2>/dev/null
+            COMPREPLY=()
+        fi
+        return 0
+    fi
+
+    local kind
+    if kind=$(_redlock_value_kind "$prev"); then
+        case $kind in
+            duration)
+                mapfile -t COMPREPLY < <(compgen -W "100ms 250ms 500ms 1s 2s 5s 10s 30s 1m 5m 15m 1h" -- "$cur") ;;
+            file)
+                compopt -o filenames 2>/dev/null
+                mapfile -t COMPREPLY < <(compgen -f -- "$cur") ;;
+            signal)
+                mapfile -t COMPREPLY < <(compgen -W "TERM INT HUP QUIT KILL USR1 USR2 ALRM CONT STOP ABRT PIPE
+                    WINCH" -- "${cur^^}") ;;
+            server)
+                compopt -o nospace 2>/dev/null
+                mapfile -t COMPREPLY < <(compgen -W "redis:// rediss:// unix://" -- "$cur") ;;
+            *)
+                COMPREPLY=() ;;
+        esac
+        return 0
+    fi
+
+    local opts=$global_opts
+    case $cmd in
+        acquire) opts+=" $acquire_opts" ;;
+        extend) opts+=" --token --ttl" ;;
+        release) opts+=" --token --force" ;;
+        run) opts+=" $run_opts" ;;
+        doctor) opts+=" --ttl" ;;
+    esac
+
+    if [[ $cur == -* ]]; then
+        [[ $cmd == run && $args -ge 1 ]] && opts+=" --"
+        mapfile -t COMPREPLY < <(compgen -W "$opts" -- "$cur")
+    elif [[ -z $cmd ]]; then
+        mapfile -t COMPREPLY < <(compgen -W "$commands" -- "$cur")
+    elif [[ $cmd == completion && $args -eq 0 ]]; then
+        mapfile -t COMPREPLY < <(compgen -W "bash zsh" -- "$cur")
+    else
+        # NAME is the user's own: nothing to suggest.
+        COMPREPLY=()
+    fi
+    return 0
+}
+
+complete -F _redlock redlock

@@ -1,0 +1,213 @@
+"""`redlock doctor` against real servers: healthy ones, a frozen one, persistence settings, a
+quorum down, an ACL user that may not do everything, one server under two addresses, and the probe
+key that must not stay behind."""
+
+import time
+
+from harness import ClusterTest, Cluster, main, redlock
+
+CHECKS = ["reachable", "master", "distinct", "persistence", "clock", "uptime", "acl", "latency"]
+ALWAYS = ("--appendonly", "yes", "--appendfsync", "always")
+
+
+def checks_of(result):
+    return {c["check"]: c for c in result.json()["checks"]}
+
+
+def keys_everywhere(cluster):
+    out = []
+    for s in cluster.servers:
+        if s.stopped or s.proc.poll() is not None:
+            continue
+        with s.client() as c:
+            out += c.call("KEYS", "*")
+    return out
+
+
+class Healthy(ClusterTest):
+    EXTRA = ALWAYS
+
+    def test_fit_servers_pass_every_check_and_exit_0(self):
+        r = self.rl("--timeout", "2s", "--json", "doctor", "--ttl", "1h")
+        self.assertEqual(r.code, 0, r)
+        j = r.json()
+        self.assertEqual(list(j)[:2], ["version", "command"])
+        self.assertEqual((j["version"], j["command"]), (1, "doctor"))
+        self.assertEqual(j["verdict"], "fit")
+        self.assertEqual([c["check"] for c in j["checks"]], CHECKS)
+        for c in j["checks"]:
+            self.assertEqual(c["verdict"], "ok", c)
+        self.assertEqual(j["quorum"], {"needed": 3, "ok": 5, "total": 5})
+        self.assertEqual(j["ttl_ms"], 3600000)
+        self.assertEqual(len(j["servers"]), 5)
+        for s in j["servers"]:
+            self.assertTrue(s["reachable"])
+            self.assertEqual(s["role"], "master")
+            self.assertTrue(s["aof_enabled"])
+            self.assertEqual(s["appendfsync"], "always")
+            self.assertEqual(s["acl_denied"], [])
+            self.assertRegex(s["run_id"], r"^[0-9a-f]{40}$")
+        self.assertEqual(len({s["run_id"] for s in j["servers"]}), 5)
+        self.assertLess(j["clock_skew_ms"], 50)
+
+    def test_plain_output_has_a_verdict_per_check(self):
+        r = self.rl("--timeout", "2s", "doctor")
+        self.assertEqual(r.code, 0, r)
+        lines = r.stdout.splitlines()
+        for name in CHECKS:
+            self.assertTrue(any(l.split()[:2] == ["ok", name] for l in lines if l.split()), (name, r.stdout))
+        self.assertEqual(lines[-1], "verdict: fit (exit 0)")
+        self.assertEqual(r.stderr, "")
+
+    def test_the_probe_key_is_not_left_behind(self):
+        r = self.rl("--timeout", "2s", "--prefix", "app:", "--json", "doctor")
+        self.assertEqual(r.code, 0, r)
+        probe = r.json()["probe_key"]
+        self.assertRegex(probe, r"^app:redlock-doctor:[0-9a-f]{32}$")
+        # Nothing under any name: not the key, not its owner record, not a fencing counter.
+        self.assertEqual(keys_everywhere(self.cluster), [])
+
+    def test_the_probe_does_not_touch_existing_locks(self):
+        token = self.rl("acquire", "job", "--ttl", "20s").stdout.strip()
+        self.assertEqual(self.rl("--timeout", "2s", "doctor").code, 0)
+        self.assertEqual(self.cluster.values("job"), [token.encode()] * 5)
+
+    def test_one_frozen_server_is_a_warning_that_costs_one_timeout(self):
+        self.cluster.servers[2].freeze()
+        start = time.monotonic()
+        r = self.rl("--timeout", "300ms", "--json", "doctor")
+        self.assertLess(time.monotonic() - start, 1.5, r)
+        self.assertEqual(r.code, 1, r)
+        j = r.json()
+        self.assertEqual(j["verdict"], "warnings")
+        self.assertEqual(j["quorum"]["ok"], 4)
+        reachable = checks_of(r)["reachable"]
+        self.assertEqual(reachable["verdict"], "warn")
+        self.assertEqual([n["server"] for n in reachable["servers"]], [self.cluster.servers[2].url])
+        self.assertIn("timeout", reachable["servers"][0]["detail"])
+        frozen = j["servers"][2]
+        self.assertFalse(frozen["reachable"])
+        self.assertIsNone(frozen["role"])
+        # The others were checked in full.
+        self.assertEqual(checks_of(r)["acl"]["verdict"], "ok")
+        self.cluster.servers[2].thaw()
+        time.sleep(0.05)
+        self.assertEqual(keys_everywhere(self.cluster), [])
+
+    def test_three_of_five_down_is_69(self):
+        for i in (0, 1, 3):
+            self.cluster.servers[i].kill()
+        r = self.rl("--timeout", "300ms", "--json", "doctor")
+        self.assertEqual(r.code, 69, r)
+        j = r.json()
+        self.assertEqual(j["verdict"], "no_quorum")
+        self.assertEqual(j["quorum"], {"needed": 3, "ok": 2, "total": 5})
+        self.assertEqual(checks_of(r)["reachable"]["verdict"], "fail")
+        plain = self.rl("--timeout", "300ms", "doctor")
+        self.assertEqual(plain.code, 69, plain)
+        self.assertIn("redlock: error: no quorum: 2 of 5 servers answered", plain.stderr)
+        self.assertTrue(plain.stdout.rstrip().endswith("verdict: no quorum (exit 69)"), plain.stdout)
+
+
+class DefaultPersistence(ClusterTest):
+    N = 3
+
+    def test_without_fsync_always_persistence_and_uptime_warn(self):
+        r = self.rl("--timeout", "2s", "--json", "doctor", "--ttl", "2h")
+        self.assertEqual(r.code, 1, r)
+        self.assertEqual(r.json()["verdict"], "warnings")
+        c = checks_of(r)
+        self.assertEqual(c["persistence"]["verdict"], "warn")
+        self.assertEqual(len(c["persistence"]["servers"]), 3)
+        self.assertIn("appendonly no", c["persistence"]["servers"][0]["detail"])
+        self.assertIn("must stay out for the longest TTL (2h)", c["persistence"]["advice"])
+        # Just started, no fsync: it may have forgotten locks.
+        self.assertEqual(c["uptime"]["verdict"], "warn")
+        for name in ("reachable", "master", "distinct", "acl"):
+            self.assertEqual(c[name]["verdict"], "ok", c[name])
+
+    def test_fsync_always_on_one_server_leaves_the_other_two_warned(self):
+        with self.cluster.servers[0].client() as client:
+            client.call("CONFIG", "SET", "appendonly", "yes")
+            client.call("CONFIG", "SET", "appendfsync", "always")
+        try:
+            r = self.rl("--timeout", "2s", "--json", "doctor")
+            self.assertEqual(r.code, 1, r)
+            warned = [n["server"] for n in checks_of(r)["persistence"]["servers"]]
+            self.assertEqual(warned, [s.url for s in self.cluster.servers[1:]])
+            self.assertEqual(r.json()["servers"][0]["appendfsync"], "always")
+        finally:
+            with self.cluster.servers[0].client() as client:
+                client.call("CONFIG", "SET", "appendonly", "no")
+
+    def test_everysec_is_a_warning_too(self):
+        for s in self.cluster.servers:
+            with s.client() as client:
+                client.call("CONFIG", "SET", "appendonly", "yes")
+                client.call("CONFIG", "SET", "appendfsync", "everysec")
+        try:
+            r = self.rl("--timeout", "2s", "--json", "doctor")
+            self.assertEqual(r.code, 1, r)
+            notes = checks_of(r)["persistence"]["servers"]
+            self.assertEqual(len(notes), 3)
+            self.assertIn("appendfsync everysec", notes[0]["detail"])
+        finally:
+            for s in self.cluster.servers:
+                with s.client() as client:
+                    client.call("CONFIG", "SET", "appendonly", "no")
+
+
+class RestrictedUser(ClusterTest):
+    N = 3
+    EXTRA = ALWAYS
+
+    def setUp(self):
+        super().setUp()
+        for s in self.cluster.servers:
+            with s.client() as c:
+                c.call("ACL", "SETUSER", "locker", "reset", "on", ">secret", "~*", "&*", "+@all", "-config")
+        # Server 1 lets this user do everything but SUBSCRIBE.
+        with self.cluster.servers[1].client() as c:
+            c.call("ACL", "SETUSER", "locker", "-subscribe")
+
+    def servers_as(self, user):
+        return ",".join("redis://%s:secret@%s" % (user, s.address) for s in self.cluster.servers)
+
+    def test_acl_refusals_fail_and_a_refused_config_is_unknown(self):
+        r = redlock(["--timeout", "2s", "--json", "doctor"], servers=self.servers_as("locker"))
+        self.assertEqual(r.code, 1, r)
+        self.assertNotIn("secret", r.stdout + r.stderr)
+        c = checks_of(r)
+        self.assertEqual(c["acl"]["verdict"], "fail")
+        self.assertEqual([n["server"] for n in c["acl"]["servers"]],
+                         ["redis://locker:***@%s" % self.cluster.servers[1].address])
+        self.assertIn("SUBSCRIBE", c["acl"]["servers"][0]["detail"])
+        self.assertIn("NOPERM", r.json()["servers"][1]["acl_denied"][0])
+        # appendonly yes, but appendfsync hidden behind CONFIG: unknown, not a failure.
+        self.assertEqual(c["persistence"]["verdict"], "unknown")
+        self.assertIsNone(r.json()["servers"][0]["appendfsync"])
+        self.assertIn("appendfsync unknown", c["persistence"]["servers"][0]["detail"])
+        self.assertEqual(keys_everywhere(self.cluster), [])
+
+
+class SameServerTwice(ClusterTest):
+    N = 2
+    EXTRA = ("--bind", "127.0.0.1", "127.0.0.2")
+
+    def test_one_server_under_two_addresses_fails_distinct(self):
+        a, b = self.cluster.servers
+        spec = "%s,127.0.0.2:%d,%s" % (a.address, a.port, b.address)
+        r = redlock(["--timeout", "2s", "--json", "doctor"], servers=spec)
+        self.assertEqual(r.code, 1, r)
+        c = checks_of(r)
+        self.assertEqual(c["distinct"]["verdict"], "fail")
+        # Whichever of the two answered second is the one named.
+        noted = [n["server"] for n in c["distinct"]["servers"]]
+        self.assertEqual(len(noted), 1, noted)
+        self.assertIn(noted[0], ["redis://127.0.0.1:%d" % a.port, "redis://127.0.0.2:%d" % a.port])
+        self.assertEqual(sorted(s["duplicate"] for s in r.json()["servers"]), [False, False, True])
+        self.assertFalse(r.json()["servers"][2]["duplicate"])
+
+
+if __name__ == "__main__":
+    main()
