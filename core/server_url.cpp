@@ -120,12 +120,16 @@ std::string ServerUrl::format(bool mark_password) const {
   }
   if (scheme == Scheme::Unix) {
     out += path;
-    if (db != 0) out += "?db=" + std::to_string(db);
+    if (db != 0) out.append("?db=").append(std::to_string(db));
     return out;
   }
-  out += host.find(':') != std::string::npos ? "[" + host + "]" : host;
-  out += ":" + std::to_string(port);
-  if (db != 0) out += "/" + std::to_string(db);
+  // Appends only: GCC 12 at -O3 sees overlap where there is none in "[" + host + "]".
+  bool ipv6 = host.find(':') != std::string::npos;
+  if (ipv6) out += '[';
+  out += host;
+  if (ipv6) out += ']';
+  out.append(":").append(std::to_string(port));
+  if (db != 0) out.append("/").append(std::to_string(db));
   return out;
 }
 

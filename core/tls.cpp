@@ -1,44 +1,41 @@
 #include "tls.hpp"
 
 #include <arpa/inet.h>
-#include <openssl/bio.h>
-#include <openssl/err.h>
-#include <openssl/ssl.h>
-#include <openssl/x509v3.h>
 
 #include <climits>
 #include <cstring>
 
 #include "error.hpp"
+#include "openssl.hpp"
 
 namespace redlock {
 
 namespace {
 
 struct SslFree {
-  void operator()(SSL* s) const { SSL_free(s); }
+  void operator()(SSL* s) const { openssl().SSL_free(s); }
 };
 struct SslCtxFree {
-  void operator()(SSL_CTX* c) const { SSL_CTX_free(c); }
+  void operator()(SSL_CTX* c) const { openssl().SSL_CTX_free(c); }
 };
 
 // The most specific words OpenSSL has for what just failed; empty when it has none.
 std::string openssl_error() {
   std::string text;
   // The last error queued is the outermost; the first one the cause, so the first is kept.
-  unsigned long code = ERR_get_error();
+  unsigned long code = openssl().ERR_get_error();
   if (code != 0) {
     if (ERR_SYSTEM_ERROR(code)) {
       text = std::strerror(ERR_GET_REASON(code));
-    } else if (const char* reason = ERR_reason_error_string(code)) {
+    } else if (const char* reason = openssl().ERR_reason_error_string(code)) {
       text = reason;
     } else {
       char buf[256];
-      ERR_error_string_n(code, buf, sizeof buf);
+      openssl().ERR_error_string_n(code, buf, sizeof buf);
       text = buf;
     }
   }
-  ERR_clear_error();
+  openssl().ERR_clear_error();
   return text;
 }
 
@@ -88,10 +85,10 @@ class StreamBio {
 
   // A new BIO that reads and writes through THIS; the caller owns it.
   BIO* make() {
-    BIO* bio = BIO_new(method());
+    BIO* bio = openssl().BIO_new(method());
     if (!bio) return nullptr;
-    BIO_set_data(bio, this);
-    BIO_set_init(bio, 1);
+    openssl().BIO_set_data(bio, this);
+    openssl().BIO_set_init(bio, 1);
     return bio;
   }
 
@@ -103,11 +100,11 @@ class StreamBio {
   static BIO_METHOD* method() {
     // Made once and kept for the life of the process.
     static BIO_METHOD* m = [] {
-      BIO_METHOD* meth = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "redlock stream");
+      BIO_METHOD* meth = openssl().BIO_meth_new(openssl().BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "redlock stream");
       if (meth) {
-        BIO_meth_set_write(meth, &StreamBio::on_write);
-        BIO_meth_set_read(meth, &StreamBio::on_read);
-        BIO_meth_set_ctrl(meth, &StreamBio::on_ctrl);
+        openssl().BIO_meth_set_write(meth, &StreamBio::on_write);
+        openssl().BIO_meth_set_read(meth, &StreamBio::on_read);
+        openssl().BIO_meth_set_ctrl(meth, &StreamBio::on_ctrl);
       }
       return meth;
     }();
@@ -115,15 +112,15 @@ class StreamBio {
   }
 
   static int on_write(BIO* bio, const char* data, int size) {
-    auto* self = static_cast<StreamBio*>(BIO_get_data(bio));
-    BIO_clear_retry_flags(bio);
+    auto* self = static_cast<StreamBio*>(openssl().BIO_get_data(bio));
+    openssl().BIO_clear_flags(bio, BIO_FLAGS_RWS | BIO_FLAGS_SHOULD_RETRY);
     std::size_t written = 0;
     auto st = self->plain_.write(std::string_view(data, static_cast<std::size_t>(size)), written);
     if (written > 0) return static_cast<int>(written);
     switch (st) {
       case Stream::Status::Ok: return 0;
-      case Stream::Status::WantWrite: BIO_set_retry_write(bio); return -1;
-      case Stream::Status::WantRead: BIO_set_retry_read(bio); return -1;
+      case Stream::Status::WantWrite: openssl().BIO_set_flags(bio, BIO_FLAGS_WRITE | BIO_FLAGS_SHOULD_RETRY); return -1;
+      case Stream::Status::WantRead: openssl().BIO_set_flags(bio, BIO_FLAGS_READ | BIO_FLAGS_SHOULD_RETRY); return -1;
       case Stream::Status::Closed: self->closed_ = true; self->error_ = self->plain_.error(); return -1;
       case Stream::Status::Failed: self->error_ = self->plain_.error(); return -1;
     }
@@ -131,8 +128,8 @@ class StreamBio {
   }
 
   static int on_read(BIO* bio, char* out, int size) {
-    auto* self = static_cast<StreamBio*>(BIO_get_data(bio));
-    BIO_clear_retry_flags(bio);
+    auto* self = static_cast<StreamBio*>(openssl().BIO_get_data(bio));
+    openssl().BIO_clear_flags(bio, BIO_FLAGS_RWS | BIO_FLAGS_SHOULD_RETRY);
     if (self->pos_ == self->in_.size()) {
       self->in_.clear();
       self->pos_ = 0;
@@ -140,8 +137,8 @@ class StreamBio {
       if (self->in_.empty()) {
         switch (st) {
           case Stream::Status::Ok:
-          case Stream::Status::WantRead: BIO_set_retry_read(bio); return -1;
-          case Stream::Status::WantWrite: BIO_set_retry_write(bio); return -1;
+          case Stream::Status::WantRead: openssl().BIO_set_flags(bio, BIO_FLAGS_READ | BIO_FLAGS_SHOULD_RETRY); return -1;
+          case Stream::Status::WantWrite: openssl().BIO_set_flags(bio, BIO_FLAGS_WRITE | BIO_FLAGS_SHOULD_RETRY); return -1;
           case Stream::Status::Closed: self->closed_ = true; return 0;
           case Stream::Status::Failed: self->error_ = self->plain_.error(); return -1;
         }
@@ -181,16 +178,16 @@ class TlsStream final : public Stream {
       }
       if (!start()) return Status::Failed;
     }
-    ERR_clear_error();
-    int rc = SSL_connect(ssl_.get());
+    openssl().ERR_clear_error();
+    int rc = openssl().SSL_connect(ssl_.get());
     if (rc == 1) return Status::Ok;
-    int err = SSL_get_error(ssl_.get(), rc);
+    int err = openssl().SSL_get_error(ssl_.get(), rc);
     if (err == SSL_ERROR_WANT_READ) return Status::WantRead;
     if (err == SSL_ERROR_WANT_WRITE) return Status::WantWrite;
-    long verify = verify_ ? SSL_get_verify_result(ssl_.get()) : X509_V_OK;
+    long verify = verify_ ? openssl().SSL_get_verify_result(ssl_.get()) : X509_V_OK;
     std::string cause = openssl_error();
     if (verify != X509_V_OK) {
-      error_ = std::string("TLS certificate verification failed: ") + X509_verify_cert_error_string(verify) +
+      error_ = std::string("TLS certificate verification failed: ") + openssl().X509_verify_cert_error_string(verify) +
                verify_hint(verify, name_);
     } else if (!cause.empty()) {
       error_ = "TLS handshake failed: " + cause + alert_hint(cause);
@@ -206,14 +203,14 @@ class TlsStream final : public Stream {
     char buf[16 * 1024];
     const std::size_t before = into.size();
     for (;;) {
-      ERR_clear_error();
-      int n = SSL_read(ssl_.get(), buf, sizeof buf);
+      openssl().ERR_clear_error();
+      int n = openssl().SSL_read(ssl_.get(), buf, sizeof buf);
       if (n > 0) {
         into.append(buf, static_cast<std::size_t>(n));
         heard_ = true;
         continue;
       }
-      int err = SSL_get_error(ssl_.get(), n);
+      int err = openssl().SSL_get_error(ssl_.get(), n);
       if (err == SSL_ERROR_WANT_READ) return into.size() > before ? Status::Ok : Status::WantRead;
       if (err == SSL_ERROR_WANT_WRITE) return Status::WantWrite;
       // A close without TLS's goodbye counts as a close too (SSL_OP_IGNORE_UNEXPECTED_EOF).
@@ -224,15 +221,15 @@ class TlsStream final : public Stream {
 
   Status write(std::string_view data, std::size_t& written) override {
     while (!data.empty()) {
-      ERR_clear_error();
+      openssl().ERR_clear_error();
       int size = static_cast<int>(std::min<std::size_t>(data.size(), INT_MAX));
-      int n = SSL_write(ssl_.get(), data.data(), size);
+      int n = openssl().SSL_write(ssl_.get(), data.data(), size);
       if (n > 0) {
         written += static_cast<std::size_t>(n);
         data.remove_prefix(static_cast<std::size_t>(n));
         continue;
       }
-      int err = SSL_get_error(ssl_.get(), n);
+      int err = openssl().SSL_get_error(ssl_.get(), n);
       if (err == SSL_ERROR_WANT_WRITE) return Status::WantWrite;
       if (err == SSL_ERROR_WANT_READ) return Status::WantRead;
       if (err == SSL_ERROR_ZERO_RETURN) return Status::Closed;
@@ -245,22 +242,22 @@ class TlsStream final : public Stream {
 
  private:
   bool start() {
-    ssl_.reset(SSL_new(ctx_));
+    ssl_.reset(openssl().SSL_new(ctx_));
     BIO* bio = ssl_ ? bio_.make() : nullptr;
     if (!bio) {
       error_ = "TLS setup failed: " + openssl_error_or("out of memory");
       return false;
     }
-    SSL_set_bio(ssl_.get(), bio, bio);  // the SSL owns the BIO; the BIO refers to bio_
+    openssl().SSL_set_bio(ssl_.get(), bio, bio);  // the SSL owns the BIO; the BIO refers to bio_
     if (!is_ip_address(name_)) {
       // SNI (SSL_set_tlsext_host_name is a macro with a C cast). Not for addresses (RFC 6066).
-      SSL_ctrl(ssl_.get(), SSL_CTRL_SET_TLSEXT_HOSTNAME, TLSEXT_NAMETYPE_host_name, const_cast<char*>(name_.c_str()));
+      openssl().SSL_ctrl(ssl_.get(), SSL_CTRL_SET_TLSEXT_HOSTNAME, TLSEXT_NAMETYPE_host_name, const_cast<char*>(name_.c_str()));
     }
     if (verify_) {
-      X509_VERIFY_PARAM* param = SSL_get0_param(ssl_.get());
-      X509_VERIFY_PARAM_set_hostflags(param, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
-      int ok = is_ip_address(name_) ? X509_VERIFY_PARAM_set1_ip_asc(param, name_.c_str())
-                                    : X509_VERIFY_PARAM_set1_host(param, name_.c_str(), name_.size());
+      X509_VERIFY_PARAM* param = openssl().SSL_get0_param(ssl_.get());
+      openssl().X509_VERIFY_PARAM_set_hostflags(param, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
+      int ok = is_ip_address(name_) ? openssl().X509_VERIFY_PARAM_set1_ip_asc(param, name_.c_str())
+                                    : openssl().X509_VERIFY_PARAM_set1_host(param, name_.c_str(), name_.size());
       if (ok != 1) {
         error_ = "TLS setup failed: cannot verify against name '" + name_ + "'";
         return false;
@@ -312,38 +309,38 @@ struct TlsContext::Impl {
 
 TlsContext::TlsContext(const TlsOptions& options) : impl_(std::make_unique<Impl>()) {
   impl_->options = options;
-  OPENSSL_init_ssl(0, nullptr);
-  impl_->ctx.reset(SSL_CTX_new(TLS_client_method()));
+  openssl().OPENSSL_init_ssl(0, nullptr);
+  impl_->ctx.reset(openssl().SSL_CTX_new(openssl().TLS_client_method()));
   SSL_CTX* ctx = impl_->ctx.get();
   if (!ctx) config_error("TLS: cannot create a context: " + openssl_error_or("unknown error"));
-  SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
-  SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+  openssl().SSL_CTX_ctrl(ctx, SSL_CTRL_SET_MIN_PROTO_VERSION, TLS1_2_VERSION, nullptr);
+  openssl().SSL_CTX_ctrl(ctx, SSL_CTRL_MODE, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER, nullptr);
   // Redis closes connections without TLS's goodbye; RESP frames every reply, so nothing is cut
   // short unnoticed.
-  SSL_CTX_set_options(ctx, SSL_OP_IGNORE_UNEXPECTED_EOF);
+  openssl().SSL_CTX_set_options(ctx, SSL_OP_IGNORE_UNEXPECTED_EOF);
   if (options.insecure) {
-    SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, nullptr);
+    openssl().SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, nullptr);
   } else {
-    SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, nullptr);
+    openssl().SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, nullptr);
     if (!options.ca_file.empty()) {
-      if (SSL_CTX_load_verify_locations(ctx, options.ca_file.c_str(), nullptr) != 1) {
+      if (openssl().SSL_CTX_load_verify_locations(ctx, options.ca_file.c_str(), nullptr) != 1) {
         config_error("--tls-ca: cannot load '" + options.ca_file + "': " + openssl_error_or("no certificate in it"));
       }
-    } else if (SSL_CTX_set_default_verify_paths(ctx) != 1) {
+    } else if (openssl().SSL_CTX_set_default_verify_paths(ctx) != 1) {
       config_error("TLS: cannot load the system trust store: " + openssl_error_or("unknown error"));
     }
   }
   if (!options.cert_file.empty() || !options.key_file.empty()) {
     if (options.cert_file.empty()) config_error("--tls-key needs --tls-cert");
-    if (SSL_CTX_use_certificate_chain_file(ctx, options.cert_file.c_str()) != 1) {
+    if (openssl().SSL_CTX_use_certificate_chain_file(ctx, options.cert_file.c_str()) != 1) {
       config_error("--tls-cert: cannot load '" + options.cert_file + "': " + openssl_error_or("no certificate in it"));
     }
     const std::string& key = options.key_file.empty() ? options.cert_file : options.key_file;
-    if (SSL_CTX_use_PrivateKey_file(ctx, key.c_str(), SSL_FILETYPE_PEM) != 1) {
+    if (openssl().SSL_CTX_use_PrivateKey_file(ctx, key.c_str(), SSL_FILETYPE_PEM) != 1) {
       config_error("--tls-key: cannot load '" + key + "': " + openssl_error_or("no private key in it"));
     }
-    if (SSL_CTX_check_private_key(ctx) != 1) {
-      ERR_clear_error();
+    if (openssl().SSL_CTX_check_private_key(ctx) != 1) {
+      openssl().ERR_clear_error();
       config_error("--tls-key '" + key + "' does not match --tls-cert '" + options.cert_file + "'");
     }
   }

@@ -193,7 +193,9 @@ class Transport::Connection {
     auto st = stream_->read(in_);
     if (!in_.empty()) {
       reader_->feed(in_.data(), in_.size());
-      if (!dispatch(now)) return;
+      // Latency is counted to when the reply was read: a warm connection can answer within the
+      // same call that sent the request.
+      if (!dispatch(Clock::now())) return;
     }
     want_write_ = st == Stream::Status::WantWrite;
     if (st == Stream::Status::Closed) return fail(Failure::Closed, "connection closed by the server", now);
