@@ -40,14 +40,15 @@ void add_acquire_options(CLI::App& sub, AcquireOptions& o) {
   sub.add_option("NAME", o.name, "the lock's name")->required();
   sub.add_option("--ttl", o.ttl, "lock expiry")->type_name("DUR")->envname("REDLOCK_TTL")->capture_default_str();
   sub.add_flag("-n,--nonblock", o.nonblock, "one attempt, no waiting")->envname("REDLOCK_NONBLOCK");
-  sub.add_option("-w,--wait", o.wait, "wait at most DUR (default: for ever)")->type_name("DUR")->envname("REDLOCK_WAIT");
+  sub.add_option("-w,--wait", o.wait, "wait at most DUR (default: for ever)")
+      ->type_name("DUR")
+      ->envname("REDLOCK_WAIT");
   sub.add_option("-E,--conflict-exit-code", o.conflict_exit_code, "exit status when busy or timed out")
       ->type_name("N")
       ->envname("REDLOCK_CONFLICT_EXIT_CODE")
       ->check(CLI::Range(0, 255))
       ->capture_default_str();
-  sub.add_option("--token", o.token, "use this token (re-acquire when already held with it)")
-      ->envname("REDLOCK_TOKEN");
+  sub.add_option("--token", o.token, "use this token (re-acquire when already held with it)")->envname("REDLOCK_TOKEN");
   sub.add_option("--token-file", o.token_file, "also write the token to FILE, mode 0600")
       ->type_name("FILE")
       ->envname("REDLOCK_TOKEN_FILE");
@@ -177,13 +178,14 @@ int run_acquire(const AcquireOptions& o, const GlobalOptions& global) {
     case AcquireOutcome::Busy:
     case AcquireOutcome::TimedOut:
       if (!global.json && !global.quiet) {
-        std::fprintf(stderr, "redlock: %s: %s%s\n", printable(o.name).c_str(),
-                     r.outcome == AcquireOutcome::TimedOut ? "still busy when the wait ran out: " : "busy: ",
-                     r.message.c_str());
+        std::fprintf(
+            stderr, "redlock: %s: %s%s\n", printable(o.name).c_str(),
+            r.outcome == AcquireOutcome::TimedOut ? "still busy when the wait ran out: " : "busy: ", r.message.c_str());
       }
       return o.conflict_exit_code;
     case AcquireOutcome::NoQuorum:
-      if (!global.json) std::fprintf(stderr, "redlock: error: %s: no quorum: %s\n", printable(o.name).c_str(), r.message.c_str());
+      if (!global.json)
+        std::fprintf(stderr, "redlock: error: %s: no quorum: %s\n", printable(o.name).c_str(), r.message.c_str());
       return exit_code::kNoQuorum;
     case AcquireOutcome::Interrupted:
       return 128 + (stopped_by ? stopped_by : SIGTERM);

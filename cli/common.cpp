@@ -205,7 +205,9 @@ Json json_head(const std::string& command, const std::string& name, const std::s
   return j;
 }
 
-double json_ms(Duration d) { return std::round(to_ms(d) * 1000.0) / 1000.0; }
+double json_ms(Duration d) {
+  return std::round(to_ms(d) * 1000.0) / 1000.0;
+}
 
 Json json_servers(const std::vector<ServerReport>& servers) {
   auto list = Json::array();

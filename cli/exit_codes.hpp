@@ -4,13 +4,13 @@
 namespace redlock::cli::exit_code {
 
 inline constexpr int kOk = 0;
-inline constexpr int kNotHeld = 1;        // status: free or partial; extend/release: not held with this token
-inline constexpr int kUsage = 64;         // EX_USAGE
-inline constexpr int kNoQuorum = 69;      // EX_UNAVAILABLE: fewer than a quorum of servers answered
-inline constexpr int kInternal = 70;      // EX_SOFTWARE: a bug or a failing system call
-inline constexpr int kBusy = 75;          // EX_TEMPFAIL: busy, or the wait timed out (-E changes it)
-inline constexpr int kConfig = 78;        // EX_CONFIG
-inline constexpr int kLost = 79;          // run: the lock was lost while CMD ran
+inline constexpr int kNotHeld = 1;    // status: free or partial; extend/release: not held with this token
+inline constexpr int kUsage = 64;     // EX_USAGE
+inline constexpr int kNoQuorum = 69;  // EX_UNAVAILABLE: fewer than a quorum of servers answered
+inline constexpr int kInternal = 70;  // EX_SOFTWARE: a bug or a failing system call
+inline constexpr int kBusy = 75;      // EX_TEMPFAIL: busy, or the wait timed out (-E changes it)
+inline constexpr int kConfig = 78;    // EX_CONFIG
+inline constexpr int kLost = 79;      // run: the lock was lost while CMD ran
 inline constexpr int kCannotExecute = 126;
 inline constexpr int kNotFound = 127;
 

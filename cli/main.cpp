@@ -26,9 +26,9 @@ bool wants_json(int argc, char** argv) {
 }
 
 // The global options (see setup_global_options) that take a value, and the flags.
-constexpr std::string_view kGlobalWithValue[] = {"-S", "--servers", "--timeout", "--password-file", "--user",
-                                                 "--tls-ca", "--tls-cert", "--tls-key", "--tls-server-name",
-                                                 "--prefix"};
+constexpr std::string_view kGlobalWithValue[] = {
+    "-S",       "--servers",  "--timeout", "--password-file",   "--user",
+    "--tls-ca", "--tls-cert", "--tls-key", "--tls-server-name", "--prefix"};
 constexpr std::string_view kGlobalFlags[] = {"--json", "--verbose", "--quiet", "--tls-insecure"};
 
 bool takes_value(std::string_view a) {
@@ -41,8 +41,8 @@ bool takes_value(std::string_view a) {
 // "--timeout=1s" or "-S1.2.3.4:5" forms carry their value.
 bool is_global(std::string_view a) {
   for (auto opt : kGlobalWithValue) {
-    if (a == opt || (a.size() > opt.size() && a.substr(0, opt.size()) == opt &&
-                     (a[opt.size()] == '=' || opt.size() == 2))) {
+    if (a == opt ||
+        (a.size() > opt.size() && a.substr(0, opt.size()) == opt && (a[opt.size()] == '=' || opt.size() == 2))) {
       return true;
     }
   }
@@ -123,9 +123,8 @@ int main(int argc, char** argv) {
   // named on the command line, and all of them for --help or a word that names none.
   using Setup = void (*)(CLI::App&, const GlobalOptions&, Action&);
   static const std::pair<const char*, Setup> kCommands[] = {
-      {"acquire", setup_acquire}, {"extend", setup_extend}, {"release", setup_release},
-      {"status", setup_status},   {"run", setup_run},       {"doctor", setup_doctor},
-      {"completion", setup_completion}};
+      {"acquire", setup_acquire}, {"extend", setup_extend}, {"release", setup_release},      {"status", setup_status},
+      {"run", setup_run},         {"doctor", setup_doctor}, {"completion", setup_completion}};
   const std::string word = first_word(argc, argv);
   bool named = false;
   for (const auto& [name, setup] : kCommands) {
@@ -163,14 +162,16 @@ int main(int argc, char** argv) {
     auto subs = app.get_subcommands();
     if (!subs.empty()) command = subs.front()->get_name();
     std::string message = "unexpected argument" + std::string(options.empty() ? "" : ": " + options);
-    if (others > 0) message += (options.empty() ? " (" : " (and ") + std::to_string(others) + " other word(s), not shown)";
+    if (others > 0)
+      message += (options.empty() ? " (" : " (and ") + std::to_string(others) + " other word(s), not shown)";
     return fail(json, command, exit_code::kUsage, message + " (see redlock --help)");
   } catch (const CLI::ParseError& e) {
     auto subs = app.get_subcommands();
     if (!subs.empty()) command = subs.front()->get_name();
     if (subs.empty() && !word.empty()) {
-      return fail(json, command, exit_code::kUsage,
-                  "unknown command '" + word + "' (commands: acquire, extend, release, status, run, doctor, completion)");
+      return fail(
+          json, command, exit_code::kUsage,
+          "unknown command '" + word + "' (commands: acquire, extend, release, status, run, doctor, completion)");
     }
     return fail(json, command, exit_code::kUsage, std::string(e.what()) + " (see redlock --help)");
   }
@@ -180,9 +181,12 @@ int main(int argc, char** argv) {
     return action();
   } catch (const Error& e) {
     switch (e.kind()) {
-      case ErrorKind::Usage: return fail(global.json, command, exit_code::kUsage, e.what());
-      case ErrorKind::Config: return fail(global.json, command, exit_code::kConfig, e.what());
-      case ErrorKind::Internal: return fail(global.json, command, exit_code::kInternal, e.what());
+      case ErrorKind::Usage:
+        return fail(global.json, command, exit_code::kUsage, e.what());
+      case ErrorKind::Config:
+        return fail(global.json, command, exit_code::kConfig, e.what());
+      case ErrorKind::Internal:
+        return fail(global.json, command, exit_code::kInternal, e.what());
     }
   } catch (const std::exception& e) {
     return fail(global.json, command, exit_code::kInternal, std::string("internal error: ") + e.what());

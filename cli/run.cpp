@@ -67,8 +67,8 @@ RunPlan plan_run(const RunOptions& o, const GlobalOptions& global) {
   if (plan.kill_after > ttl / 3) {
     // The child must be dead before the validity can run out: TERM, grace, KILL all fit in a third.
     if (o.kill_after_given) {
-      warn(global, "--kill-after " + o.kill_after + " is longer than a third of --ttl " + o.acquire.ttl +
-                       "; using " + format_duration(ttl / 3));
+      warn(global, "--kill-after " + o.kill_after + " is longer than a third of --ttl " + o.acquire.ttl + "; using " +
+                       format_duration(ttl / 3));
     }
     plan.kill_after = ttl / 3;
   }
@@ -98,15 +98,15 @@ Duration kill_margin(Duration ttl) {
 
 class Runner {
  public:
-  Runner(const RunOptions& o, const GlobalOptions& global, Json& report)
-      : o_(o), global_(global), report_(report) {}
+  Runner(const RunOptions& o, const GlobalOptions& global, Json& report) : o_(o), global_(global), report_(report) {}
 
   int run() {
     plan_ = plan_run(o_, global_);
     report_["key"] = plan_.acquire.spec.keys.lock;
     transport_ = connect_servers(global_);
     redlock_ = std::make_unique<Redlock>(*transport_, request_timeout(global_));
-    signals_ = std::make_unique<SignalCatcher>(std::vector<int>{SIGHUP, SIGINT, SIGQUIT, SIGUSR1, SIGUSR2, SIGTERM, SIGCHLD});
+    signals_ =
+        std::make_unique<SignalCatcher>(std::vector<int>{SIGHUP, SIGINT, SIGQUIT, SIGUSR1, SIGUSR2, SIGTERM, SIGCHLD});
     transport_->set_wait_sigmask(&signals_->wait_mask());
     if (plan_.acquire.nested) return run_nested();
     return run_locked();
@@ -142,15 +142,18 @@ class Runner {
       acq.outcome = AcquireOutcome::Interrupted;
     }
     switch (acq.outcome) {
-      case AcquireOutcome::Acquired: break;
+      case AcquireOutcome::Acquired:
+        break;
       case AcquireOutcome::Busy:
       case AcquireOutcome::TimedOut:
-        if (!global_.quiet) std::fprintf(stderr, "redlock: %s: busy: %s\n", printable(o_.acquire.name).c_str(), acq.message.c_str());
+        if (!global_.quiet)
+          std::fprintf(stderr, "redlock: %s: busy: %s\n", printable(o_.acquire.name).c_str(), acq.message.c_str());
         report_["reason"] = outcome_name(acq.outcome);
         report_["message"] = acq.message;
         return finish("busy", o_.acquire.conflict_exit_code);
       case AcquireOutcome::NoQuorum:
-        std::fprintf(stderr, "redlock: error: %s: no quorum: %s\n", printable(o_.acquire.name).c_str(), acq.message.c_str());
+        std::fprintf(stderr, "redlock: error: %s: no quorum: %s\n", printable(o_.acquire.name).c_str(),
+                     acq.message.c_str());
         report_["message"] = acq.message;
         report_["servers"] = json_servers(acq.servers);
         return finish("no_quorum", exit_code::kNoQuorum);
@@ -164,11 +167,12 @@ class Runner {
 
     ChildSpec spec;
     spec.argv = plan_.argv;
-    spec.set_env = {{"REDLOCK_NAME", o_.acquire.name},
-                    {"REDLOCK_KEY", ap.spec.keys.lock},
-                    {"REDLOCK_TOKEN", acq.token},
-                    {"REDLOCK_FENCE", std::to_string(acq.fence)},
-                    {"REDLOCK_TTL_MS", std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(ap.spec.ttl).count())}};
+    spec.set_env = {
+        {"REDLOCK_NAME", o_.acquire.name},
+        {"REDLOCK_KEY", ap.spec.keys.lock},
+        {"REDLOCK_TOKEN", acq.token},
+        {"REDLOCK_FENCE", std::to_string(acq.fence)},
+        {"REDLOCK_TTL_MS", std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(ap.spec.ttl).count())}};
     spec.set_env.emplace_back("REDLOCK_SERVERS", servers_for_child());
     spec.unset_env = {"REDLOCK_PASSWORD"};
     spec.own_group = !isatty(STDIN_FILENO);
@@ -228,14 +232,16 @@ class Runner {
         case Lease::Event::Gone:
           if (lost.empty()) lost = "a quorum no longer holds our token (" + lease.last_error() + ")";
           break;
-        case Lease::Event::None: break;
+        case Lease::Event::None:
+          break;
       }
       TimePoint now = Clock::now();
       const TimePoint signal_at =
           faults::enabled("no-validity") ? kNever : lease.valid_until() - plan_.kill_after - margin;
       if (lost.empty() && now >= max_hold_at) lost = "--max-hold " + o_.max_hold + " reached";
       if (lost.empty() && now >= signal_at) {
-        lost = "no renewal succeeded in time (" + (lease.last_error().empty() ? "servers slow" : lease.last_error()) + ")";
+        lost =
+            "no renewal succeeded in time (" + (lease.last_error().empty() ? "servers slow" : lease.last_error()) + ")";
       }
       if (!lost.empty() && kill_at == kNever) {
         verbose(global_, 1, "lost: sending " + signal_name(plan_.signal) + " to the command");
@@ -250,8 +256,7 @@ class Runner {
 
       TimePoint wake = killed ? kNever : kill_at;
       if (lost.empty()) wake = std::min({wake, lease.next_renewal(), signal_at, max_hold_at});
-      transport_->run_until(
-          [&] { return signals_->any() || (lease.renewing() && lease.decided()); }, wake);
+      transport_->run_until([&] { return signals_->any() || (lease.renewing() && lease.decided()); }, wake);
     }
   }
 
@@ -289,7 +294,8 @@ class Runner {
   int exec_failed(const Child& child, const AcquireResult& acq) {
     redlock_->release(plan_.acquire.spec.keys, acq.token, false);
     int status = child.exec_errno() == ENOENT ? exit_code::kNotFound : exit_code::kCannotExecute;
-    std::string message = plan_.argv[0] + ": " + (status == exit_code::kNotFound ? "command not found" : std::strerror(child.exec_errno()));
+    std::string message = plan_.argv[0] + ": " +
+                          (status == exit_code::kNotFound ? "command not found" : std::strerror(child.exec_errno()));
     std::fprintf(stderr, "redlock: error: %s\n", message.c_str());
     report_["message"] = message;
     report_["child_exit"] = status;
@@ -350,7 +356,7 @@ int run_run(const RunOptions& o, const GlobalOptions& global) {
     status = runner.run();
   } catch (const Error& e) {
     report["outcome"] = "error";
-    report["error"] = {{"code", e.kind() == ErrorKind::Usage ? exit_code::kUsage
+    report["error"] = {{"code", e.kind() == ErrorKind::Usage    ? exit_code::kUsage
                                 : e.kind() == ErrorKind::Config ? exit_code::kConfig
                                                                 : exit_code::kInternal},
                        {"message", e.what()}};

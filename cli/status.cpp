@@ -32,8 +32,9 @@ std::string wall_time(std::int64_t unix_ms) {
 void print_table(const StatusOptions& o, const StatusResult& r) {
   std::printf("lock   %s\n", printable(o.name).c_str());
   if (r.state == LockState::Held) {
-    std::printf("state  held on %zu of %zu servers, %s left\n", static_cast<std::size_t>(
-                    std::count_if(r.servers.begin(), r.servers.end(), [&](const ServerReport& s) { return s.value == r.token; })),
+    std::printf("state  held on %zu of %zu servers, %s left\n",
+                static_cast<std::size_t>(std::count_if(r.servers.begin(), r.servers.end(),
+                                                       [&](const ServerReport& s) { return s.value == r.token; })),
                 r.tally.total, ttl_text(r.ttl_ms).c_str());
     std::printf("token  %s\n", printable(*r.token).c_str());
     if (r.owner) {

@@ -27,8 +27,8 @@ struct SignalName {
   int number;
 };
 constexpr SignalName kSignals[] = {
-    {"HUP", SIGHUP},   {"INT", SIGINT},   {"QUIT", SIGQUIT}, {"KILL", SIGKILL}, {"USR1", SIGUSR1},
-    {"USR2", SIGUSR2}, {"TERM", SIGTERM}, {"ALRM", SIGALRM}, {"CONT", SIGCONT}, {"STOP", SIGSTOP},
+    {"HUP", SIGHUP},   {"INT", SIGINT},   {"QUIT", SIGQUIT},   {"KILL", SIGKILL}, {"USR1", SIGUSR1},
+    {"USR2", SIGUSR2}, {"TERM", SIGTERM}, {"ALRM", SIGALRM},   {"CONT", SIGCONT}, {"STOP", SIGSTOP},
     {"ABRT", SIGABRT}, {"PIPE", SIGPIPE}, {"WINCH", SIGWINCH},
 };
 

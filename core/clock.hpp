@@ -13,6 +13,8 @@ using Millis = std::chrono::milliseconds;
 // A time point far enough away to mean "no deadline" without overflowing additions.
 inline constexpr TimePoint kNever = TimePoint(Duration(std::chrono::hours(24 * 365 * 100)));
 
-inline double to_ms(Duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
+inline double to_ms(Duration d) {
+  return std::chrono::duration<double, std::milli>(d).count();
+}
 
 }  // namespace redlock

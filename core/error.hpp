@@ -8,9 +8,9 @@
 namespace redlock {
 
 enum class ErrorKind {
-  Usage,          // bad option or argument
-  Config,         // bad URL, unsafe password file, duplicate servers, TLS not usable
-  Internal,       // a broken invariant or a failing system call we cannot work around
+  Usage,     // bad option or argument
+  Config,    // bad URL, unsafe password file, duplicate servers, TLS not usable
+  Internal,  // a broken invariant or a failing system call we cannot work around
 };
 
 class Error : public std::runtime_error {
@@ -22,7 +22,11 @@ class Error : public std::runtime_error {
   ErrorKind kind_;
 };
 
-[[noreturn]] inline void usage_error(const std::string& message) { throw Error(ErrorKind::Usage, message); }
-[[noreturn]] inline void config_error(const std::string& message) { throw Error(ErrorKind::Config, message); }
+[[noreturn]] inline void usage_error(const std::string& message) {
+  throw Error(ErrorKind::Usage, message);
+}
+[[noreturn]] inline void config_error(const std::string& message) {
+  throw Error(ErrorKind::Config, message);
+}
 
 }  // namespace redlock

@@ -22,8 +22,8 @@ OpenSsl load() {
   if (!lib) config_error("TLS needs OpenSSL 3 (libssl.so.3), which cannot be loaded: " + why);
   OpenSsl api{};
   // dlsym on libssl's handle also finds what its dependency libcrypto defines.
-#define REDLOCK_OPENSSL_LOOKUP(name)                                                        \
-  api.name = reinterpret_cast<decltype(api.name)>(dlsym(lib, #name));                       \
+#define REDLOCK_OPENSSL_LOOKUP(name)                                  \
+  api.name = reinterpret_cast<decltype(api.name)>(dlsym(lib, #name)); \
   if (!api.name) config_error("TLS: the OpenSSL that was loaded has no " #name " (not OpenSSL 3?)");
   REDLOCK_OPENSSL_FUNCTIONS(REDLOCK_OPENSSL_LOOKUP)
 #undef REDLOCK_OPENSSL_LOOKUP

@@ -28,7 +28,9 @@ struct Address {
   int family = AF_UNSPEC;
 };
 
-std::string errno_text(const char* what, int err) { return std::string(what) + ": " + std::strerror(err); }
+std::string errno_text(const char* what, int err) {
+  return std::string(what) + ": " + std::strerror(err);
+}
 
 // Name resolution on a helper thread, so that a slow resolver costs no more than --timeout:
 // the thread signals through a pipe that the event loop polls. The state is shared, so an
@@ -255,6 +257,8 @@ class PlainStream final : public Stream {
 
 }  // namespace
 
-std::unique_ptr<Stream> open_plain_stream(const ServerUrl& url) { return std::make_unique<PlainStream>(url); }
+std::unique_ptr<Stream> open_plain_stream(const ServerUrl& url) {
+  return std::make_unique<PlainStream>(url);
+}
 
 }  // namespace redlock

@@ -15,7 +15,8 @@ Duration validity(Duration ttl, Duration elapsed, double drift_factor) {
   return ttl - elapsed - drift_allowance(ttl, drift_factor);
 }
 
-std::optional<Duration> quorum_free_in(std::size_t total, std::size_t free_now, std::vector<std::int64_t> busy_pttl_ms) {
+std::optional<Duration> quorum_free_in(std::size_t total, std::size_t free_now,
+                                       std::vector<std::int64_t> busy_pttl_ms) {
   std::size_t needed = quorum_size(total);
   if (free_now >= needed) return Duration::zero();
   std::vector<std::int64_t> expiring;

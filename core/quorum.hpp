@@ -27,10 +27,10 @@ Duration validity(Duration ttl, Duration elapsed, double drift_factor);
 
 // Votes of one round, counted as the answers come in.
 struct Tally {
-  std::size_t total = 0;     // servers asked
-  std::size_t yes = 0;       // did what was asked
-  std::size_t no = 0;        // answered, but said no (busy, not held)
-  std::size_t failed = 0;    // did not answer usefully (timeout, error)
+  std::size_t total = 0;   // servers asked
+  std::size_t yes = 0;     // did what was asked
+  std::size_t no = 0;      // answered, but said no (busy, not held)
+  std::size_t failed = 0;  // did not answer usefully (timeout, error)
 
   std::size_t needed() const { return quorum_size(total); }
   std::size_t answered() const { return yes + no; }

@@ -93,9 +93,15 @@ Tally count(const std::vector<std::optional<Result>>& results, Classify classify
   for (const auto& r : results) {
     if (!r) continue;
     switch (classify(*r)) {
-      case Vote::Kind::Yes: ++t.yes; break;
-      case Vote::Kind::No: ++t.no; break;
-      case Vote::Kind::Failed: ++t.failed; break;
+      case Vote::Kind::Yes:
+        ++t.yes;
+        break;
+      case Vote::Kind::No:
+        ++t.no;
+        break;
+      case Vote::Kind::Failed:
+        ++t.failed;
+        break;
     }
   }
   return t;
@@ -112,7 +118,8 @@ Vote::Kind classify_flag(const Result& r) {
 std::string owner_record(const std::string& owner) {
   if (owner.empty()) return {};
   auto unix_ms =
-      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count();
   return std::to_string(unix_ms) + " " + owner;
 }
 
@@ -122,7 +129,9 @@ std::uint64_t random_seed() {
   return seed;
 }
 
-std::string count_text(std::size_t n, std::size_t of) { return std::to_string(n) + " of " + std::to_string(of); }
+std::string count_text(std::size_t n, std::size_t of) {
+  return std::to_string(n) + " of " + std::to_string(of);
+}
 
 // "3 of 5 servers failed (first: redis://h:1: connect: Connection refused); 3 must answer".
 std::string no_quorum_message(const Network& network, const Tally& tally,
@@ -191,8 +200,9 @@ void Redlock::spread_fence(const LockSpec& spec, std::int64_t fence,
     }
   }
   const std::string fence_text = std::to_string(fence);
-  Round(network_, to, [&](std::size_t) { return Request::eval(kFenceScript, {spec.keys.fence}, {fence_text}); })
-      .abandon();
+  Round(network_, to, [&](std::size_t) {
+    return Request::eval(kFenceScript, {spec.keys.fence}, {fence_text});
+  }).abandon();
 }
 
 std::optional<std::int64_t> Redlock::write_fence(const LockSpec& spec, std::int64_t fence, TimePoint valid_until) {
@@ -219,20 +229,28 @@ std::optional<std::int64_t> Redlock::write_fence(const LockSpec& spec, std::int6
 
 std::string_view outcome_name(AcquireOutcome o) {
   switch (o) {
-    case AcquireOutcome::Acquired: return "acquired";
-    case AcquireOutcome::Busy: return "busy";
-    case AcquireOutcome::TimedOut: return "timeout";
-    case AcquireOutcome::NoQuorum: return "no_quorum";
-    case AcquireOutcome::Interrupted: return "interrupted";
+    case AcquireOutcome::Acquired:
+      return "acquired";
+    case AcquireOutcome::Busy:
+      return "busy";
+    case AcquireOutcome::TimedOut:
+      return "timeout";
+    case AcquireOutcome::NoQuorum:
+      return "no_quorum";
+    case AcquireOutcome::Interrupted:
+      return "interrupted";
   }
   return "unknown";
 }
 
 std::string_view state_name(LockState s) {
   switch (s) {
-    case LockState::Held: return "held";
-    case LockState::Free: return "free";
-    case LockState::Partial: return "partial";
+    case LockState::Held:
+      return "held";
+    case LockState::Free:
+      return "free";
+    case LockState::Partial:
+      return "partial";
   }
   return "unknown";
 }
@@ -332,9 +350,10 @@ AcquireResult Redlock::attempt(const LockSpec& spec) {
   if (duplicate) check_duplicates(round.results());
   if (tally.won()) {
     res.outcome = AcquireOutcome::NoQuorum;
-    res.message = "a quorum answered only after the lock's validity had run out (" +
-                  std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(decided_at - round.started()).count()) +
-                  "ms for a TTL of " + ttl_ms + "ms)";
+    res.message =
+        "a quorum answered only after the lock's validity had run out (" +
+        std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(decided_at - round.started()).count()) +
+        "ms for a TTL of " + ttl_ms + "ms)";
   } else if (tally.unreachable()) {
     res.outcome = AcquireOutcome::NoQuorum;
     res.message = no_quorum_message(network_, tally, round.results());
@@ -462,14 +481,13 @@ AcquireResult Redlock::acquire(const LockSpec& spec, const WaitOptions& wait) {
 }
 
 ExtendRound::ExtendRound(Network& network, const LockKeys& keys, const std::string& token, Duration ttl, double drift)
-    : network_(network),
-      ttl_(ttl),
-      drift_(drift),
-      round_(network, [&](std::size_t) {
+    : network_(network), ttl_(ttl), drift_(drift), round_(network, [&](std::size_t) {
         return Request::eval(kExtendScript, {keys.lock, keys.owner}, {token, ms_string(ttl)});
       }) {}
 
-Tally ExtendRound::tally() const { return count(round_.results(), classify_flag); }
+Tally ExtendRound::tally() const {
+  return count(round_.results(), classify_flag);
+}
 
 ExtendResult ExtendRound::result() const {
   ExtendResult res;
@@ -487,8 +505,8 @@ ExtendResult ExtendRound::result() const {
     if (kind == Vote::Kind::Failed) {
       res.servers.push_back(r && r->ok() ? unexpected_report(network_, i, *r) : failure_report(network_, i, r));
     } else {
-      res.servers.push_back(answer_report(network_, i, *r, kind == Vote::Kind::Yes ? "extended" : "not_held",
-                                          kind == Vote::Kind::Yes));
+      res.servers.push_back(
+          answer_report(network_, i, *r, kind == Vote::Kind::Yes ? "extended" : "not_held", kind == Vote::Kind::Yes));
     }
   }
   if (res.extended) return res;
@@ -562,7 +580,8 @@ StatusResult Redlock::status(const LockKeys& keys) {
   for (std::size_t i = 0; i < round.results().size(); ++i) {
     const auto& r = round.results()[i];
     const Reply* reply = r && r->ok() ? &r->reply : nullptr;
-    if (!reply || reply->type != Reply::Type::Array || reply->elements.size() != 5 || !reply->elements[2].as_integer()) {
+    if (!reply || reply->type != Reply::Type::Array || reply->elements.size() != 5 ||
+        !reply->elements[2].as_integer()) {
       ++res.tally.failed;
       res.servers.push_back(r && r->ok() ? unexpected_report(network_, i, *r) : failure_report(network_, i, r));
       continue;

@@ -43,8 +43,8 @@ struct LockSpec {
 };
 
 struct WaitOptions {
-  bool wait = false;                  // false: one attempt
-  TimePoint deadline = kNever;        // give up after this (-w)
+  bool wait = false;            // false: one attempt
+  TimePoint deadline = kNever;  // give up after this (-w)
   Duration retry_delay = std::chrono::milliseconds(200);
   std::function<bool()> interrupted;  // checked while waiting; true stops the wait
 };
@@ -56,15 +56,15 @@ struct AcquireResult {
   std::string token;
   std::int64_t fence = 0;
   Duration ttl{};
-  Duration validity{};       // left at the moment of return
-  Duration elapsed{};        // since acquire() was called
-  TimePoint taken_at{};      // when the quorum was confirmed
-  TimePoint valid_until{};   // start of the winning attempt + TTL − drift allowance
+  Duration validity{};      // left at the moment of return
+  Duration elapsed{};       // since acquire() was called
+  TimePoint taken_at{};     // when the quorum was confirmed
+  TimePoint valid_until{};  // start of the winning attempt + TTL − drift allowance
   int attempts = 0;
-  Tally tally;               // of the last attempt
+  Tally tally;  // of the last attempt
   std::vector<ServerReport> servers;
   std::optional<Duration> holder_free_in;  // busy: when the holder's lock could expire on a quorum
-  std::string message;       // why not, in words
+  std::string message;                     // why not, in words
 };
 
 struct ExtendResult {
@@ -97,7 +97,7 @@ struct StatusResult {
   std::int64_t ttl_ms = -2;          // held: how long a quorum still holds it (−1: no expiry)
   std::optional<std::string> owner;  // held: the owner record's text, when there is one
   std::optional<std::int64_t> since_unix_ms;
-  std::int64_t fence = 0;            // the highest fencing counter seen
+  std::int64_t fence = 0;  // the highest fencing counter seen
   Duration elapsed{};
   Tally tally;
   std::vector<ServerReport> servers;

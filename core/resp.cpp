@@ -16,17 +16,22 @@ using ReplyPtr = std::unique_ptr<redisReply, ReplyFree>;
 
 Reply convert(const redisReply& r) {
   switch (r.type) {
-    case REDIS_REPLY_STRING: return Reply::string(std::string(r.str, r.len));
-    case REDIS_REPLY_STATUS: return Reply::status(std::string(r.str, r.len));
-    case REDIS_REPLY_ERROR: return Reply::error(std::string(r.str, r.len));
-    case REDIS_REPLY_INTEGER: return Reply::number(r.integer);
+    case REDIS_REPLY_STRING:
+      return Reply::string(std::string(r.str, r.len));
+    case REDIS_REPLY_STATUS:
+      return Reply::status(std::string(r.str, r.len));
+    case REDIS_REPLY_ERROR:
+      return Reply::error(std::string(r.str, r.len));
+    case REDIS_REPLY_INTEGER:
+      return Reply::number(r.integer);
     case REDIS_REPLY_ARRAY: {
       std::vector<Reply> elements;
       elements.reserve(r.elements);
       for (std::size_t i = 0; i < r.elements; ++i) elements.push_back(convert(*r.element[i]));
       return Reply::array(std::move(elements));
     }
-    default: return Reply::nil();
+    default:
+      return Reply::nil();
   }
 }
 
@@ -67,7 +72,9 @@ void encode_command(const std::vector<std::string>& argv, std::string& out) {
   redisFreeCommand(cmd);
 }
 
-void ReplyReader::Free::operator()(redisReader* r) const { redisReaderFree(r); }
+void ReplyReader::Free::operator()(redisReader* r) const {
+  redisReaderFree(r);
+}
 
 ReplyReader::ReplyReader() : reader_(redisReaderCreate()) {
   if (!reader_) throw std::bad_alloc();

@@ -38,8 +38,7 @@ std::string percent_decode(std::string_view text, std::string_view what) {
 int parse_number(std::string_view text, int low, int high, const std::string& what, const std::string& shown) {
   int value = 0;
   auto res = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (text.empty() || res.ec != std::errc() || res.ptr != text.data() + text.size() || value < low ||
-      value > high) {
+  if (text.empty() || res.ec != std::errc() || res.ptr != text.data() + text.size() || value < low || value > high) {
     config_error("bad " + what + " '" + std::string(text) + "' in server URL '" + shown + "'");
   }
   return value;
@@ -102,16 +101,26 @@ void parse_host_port(std::string_view hostport, ServerUrl& url, const std::strin
 
 }  // namespace
 
-std::string ServerUrl::redacted() const { return format(true); }
+std::string ServerUrl::redacted() const {
+  return format(true);
+}
 
-std::string ServerUrl::without_password() const { return format(false); }
+std::string ServerUrl::without_password() const {
+  return format(false);
+}
 
 std::string ServerUrl::format(bool mark_password) const {
   std::string out;
   switch (scheme) {
-    case Scheme::Tcp: out = "redis://"; break;
-    case Scheme::Tls: out = "rediss://"; break;
-    case Scheme::Unix: out = "unix://"; break;
+    case Scheme::Tcp:
+      out = "redis://";
+      break;
+    case Scheme::Tls:
+      out = "rediss://";
+      break;
+    case Scheme::Unix:
+      out = "unix://";
+      break;
   }
   if (user || (password && mark_password)) {
     if (user) out += *user;
@@ -164,7 +173,8 @@ ServerUrl parse_server_url(std::string_view text) {
   } else if (scheme == "unix") {
     url.scheme = ServerUrl::Scheme::Unix;
   } else if (!scheme.empty()) {
-    config_error("unknown scheme '" + scheme + "://' in server URL (expected redis://, rediss://, unix:// or HOST:PORT)");
+    config_error("unknown scheme '" + scheme +
+                 "://' in server URL (expected redis://, rediss://, unix:// or HOST:PORT)");
   }
 
   if (text.empty()) config_error("empty server URL");
@@ -180,10 +190,12 @@ ServerUrl parse_server_url(std::string_view text) {
     if (query != std::string_view::npos) {
       std::string_view q = path.substr(query + 1);
       path = path.substr(0, query);
-      if (q.substr(0, 3) != "db=") config_error("unknown query '" + std::string(q) + "' in server URL '" + shown + "' (only db=N)");
+      if (q.substr(0, 3) != "db=")
+        config_error("unknown query '" + std::string(q) + "' in server URL '" + shown + "' (only db=N)");
       url.db = parse_number(q.substr(3), 0, 1 << 20, "db", shown);
     }
-    if (path.empty() || path.front() != '/') config_error("unix socket path must be absolute in server URL '" + shown + "'");
+    if (path.empty() || path.front() != '/')
+      config_error("unix socket path must be absolute in server URL '" + shown + "'");
     url.path = std::string(path);
     return url;
   }

@@ -14,9 +14,9 @@ struct ServerUrl {
   enum class Scheme { Tcp, Tls, Unix };
 
   Scheme scheme = Scheme::Tcp;
-  std::string host;     // without brackets for IPv6
+  std::string host;  // without brackets for IPv6
   int port = 6379;
-  std::string path;     // unix socket path
+  std::string path;  // unix socket path
   std::optional<std::string> user;
   std::optional<std::string> password;
   int db = 0;

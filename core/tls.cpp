@@ -118,11 +118,21 @@ class StreamBio {
     auto st = self->plain_.write(std::string_view(data, static_cast<std::size_t>(size)), written);
     if (written > 0) return static_cast<int>(written);
     switch (st) {
-      case Stream::Status::Ok: return 0;
-      case Stream::Status::WantWrite: openssl().BIO_set_flags(bio, BIO_FLAGS_WRITE | BIO_FLAGS_SHOULD_RETRY); return -1;
-      case Stream::Status::WantRead: openssl().BIO_set_flags(bio, BIO_FLAGS_READ | BIO_FLAGS_SHOULD_RETRY); return -1;
-      case Stream::Status::Closed: self->closed_ = true; self->error_ = self->plain_.error(); return -1;
-      case Stream::Status::Failed: self->error_ = self->plain_.error(); return -1;
+      case Stream::Status::Ok:
+        return 0;
+      case Stream::Status::WantWrite:
+        openssl().BIO_set_flags(bio, BIO_FLAGS_WRITE | BIO_FLAGS_SHOULD_RETRY);
+        return -1;
+      case Stream::Status::WantRead:
+        openssl().BIO_set_flags(bio, BIO_FLAGS_READ | BIO_FLAGS_SHOULD_RETRY);
+        return -1;
+      case Stream::Status::Closed:
+        self->closed_ = true;
+        self->error_ = self->plain_.error();
+        return -1;
+      case Stream::Status::Failed:
+        self->error_ = self->plain_.error();
+        return -1;
     }
     return -1;
   }
@@ -137,10 +147,18 @@ class StreamBio {
       if (self->in_.empty()) {
         switch (st) {
           case Stream::Status::Ok:
-          case Stream::Status::WantRead: openssl().BIO_set_flags(bio, BIO_FLAGS_READ | BIO_FLAGS_SHOULD_RETRY); return -1;
-          case Stream::Status::WantWrite: openssl().BIO_set_flags(bio, BIO_FLAGS_WRITE | BIO_FLAGS_SHOULD_RETRY); return -1;
-          case Stream::Status::Closed: self->closed_ = true; return 0;
-          case Stream::Status::Failed: self->error_ = self->plain_.error(); return -1;
+          case Stream::Status::WantRead:
+            openssl().BIO_set_flags(bio, BIO_FLAGS_READ | BIO_FLAGS_SHOULD_RETRY);
+            return -1;
+          case Stream::Status::WantWrite:
+            openssl().BIO_set_flags(bio, BIO_FLAGS_WRITE | BIO_FLAGS_SHOULD_RETRY);
+            return -1;
+          case Stream::Status::Closed:
+            self->closed_ = true;
+            return 0;
+          case Stream::Status::Failed:
+            self->error_ = self->plain_.error();
+            return -1;
         }
       }
     }
@@ -251,7 +269,8 @@ class TlsStream final : public Stream {
     openssl().SSL_set_bio(ssl_.get(), bio, bio);  // the SSL owns the BIO; the BIO refers to bio_
     if (!is_ip_address(name_)) {
       // SNI (SSL_set_tlsext_host_name is a macro with a C cast). Not for addresses (RFC 6066).
-      openssl().SSL_ctrl(ssl_.get(), SSL_CTRL_SET_TLSEXT_HOSTNAME, TLSEXT_NAMETYPE_host_name, const_cast<char*>(name_.c_str()));
+      openssl().SSL_ctrl(ssl_.get(), SSL_CTRL_SET_TLSEXT_HOSTNAME, TLSEXT_NAMETYPE_host_name,
+                         const_cast<char*>(name_.c_str()));
     }
     if (verify_) {
       X509_VERIFY_PARAM* param = openssl().SSL_get0_param(ssl_.get());
@@ -268,10 +287,12 @@ class TlsStream final : public Stream {
 
   // Alerts the server sends when it refuses our client certificate, or wants one.
   static std::string alert_hint(const std::string& cause) {
-    if (cause.find("certificate required") != std::string::npos || cause.find("handshake failure") != std::string::npos) {
+    if (cause.find("certificate required") != std::string::npos ||
+        cause.find("handshake failure") != std::string::npos) {
       return " (the server may want a client certificate: --tls-cert and --tls-key)";
     }
-    if (cause.find("alert unknown ca") != std::string::npos || cause.find("alert bad certificate") != std::string::npos ||
+    if (cause.find("alert unknown ca") != std::string::npos ||
+        cause.find("alert bad certificate") != std::string::npos ||
         cause.find("certificate unknown") != std::string::npos) {
       return " (the server does not accept our client certificate)";
     }
@@ -283,8 +304,8 @@ class TlsStream final : public Stream {
       error_ = what + cause + alert_hint(cause);
     } else {
       error_ = what + (!bio_.error().empty() ? bio_.error()
-                       : bio_.closed()     ? std::string("the server closed the connection")
-                                           : std::string("the connection broke"));
+                       : bio_.closed()       ? std::string("the server closed the connection")
+                                             : std::string("the connection broke"));
       if (!heard_) error_ += kDroppedHint;
     }
     return Status::Failed;
@@ -314,7 +335,8 @@ TlsContext::TlsContext(const TlsOptions& options) : impl_(std::make_unique<Impl>
   SSL_CTX* ctx = impl_->ctx.get();
   if (!ctx) config_error("TLS: cannot create a context: " + openssl_error_or("unknown error"));
   openssl().SSL_CTX_ctrl(ctx, SSL_CTRL_SET_MIN_PROTO_VERSION, TLS1_2_VERSION, nullptr);
-  openssl().SSL_CTX_ctrl(ctx, SSL_CTRL_MODE, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER, nullptr);
+  openssl().SSL_CTX_ctrl(ctx, SSL_CTRL_MODE, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER,
+                         nullptr);
   // Redis closes connections without TLS's goodbye; RESP frames every reply, so nothing is cut
   // short unnoticed.
   openssl().SSL_CTX_set_options(ctx, SSL_OP_IGNORE_UNEXPECTED_EOF);

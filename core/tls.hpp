@@ -10,8 +10,8 @@
 namespace redlock {
 
 struct TlsOptions {
-  std::string ca_file;      // empty: the system trust store
-  std::string cert_file;    // client certificate (with key_file)
+  std::string ca_file;    // empty: the system trust store
+  std::string cert_file;  // client certificate (with key_file)
   std::string key_file;
   std::string server_name;  // verify against this name instead of the URL's host
   bool insecure = false;    // no verification at all

@@ -22,7 +22,9 @@ constexpr Duration kResubscribeDelay = std::chrono::seconds(1);
 // one, so that it does not flap (and its waiter fall back to polling) under load.
 constexpr Duration kMinSubscribeDeadline = std::chrono::seconds(1);
 
-bool starts_with(const std::string& s, std::string_view prefix) { return s.compare(0, prefix.size(), prefix) == 0; }
+bool starts_with(const std::string& s, std::string_view prefix) {
+  return s.compare(0, prefix.size(), prefix) == 0;
+}
 
 Failure classify_error_reply(const std::string& text) {
   if (starts_with(text, "NOAUTH") || starts_with(text, "WRONGPASS") || starts_with(text, "NOPERM")) {
@@ -39,16 +41,26 @@ std::string ms_text(Duration d) {
 
 std::string_view failure_name(Failure f) {
   switch (f) {
-    case Failure::None: return "none";
-    case Failure::Timeout: return "timeout";
-    case Failure::Connect: return "connect";
-    case Failure::Tls: return "tls";
-    case Failure::Auth: return "auth";
-    case Failure::Io: return "io";
-    case Failure::Closed: return "closed";
-    case Failure::Protocol: return "protocol";
-    case Failure::Reply: return "reply";
-    case Failure::Duplicate: return "duplicate";
+    case Failure::None:
+      return "none";
+    case Failure::Timeout:
+      return "timeout";
+    case Failure::Connect:
+      return "connect";
+    case Failure::Tls:
+      return "tls";
+    case Failure::Auth:
+      return "auth";
+    case Failure::Io:
+      return "io";
+    case Failure::Closed:
+      return "closed";
+    case Failure::Protocol:
+      return "protocol";
+    case Failure::Reply:
+      return "reply";
+    case Failure::Duplicate:
+      return "duplicate";
   }
   return "unknown";
 }
@@ -215,7 +227,7 @@ class Transport::Connection {
   struct Pending {
     enum class Kind { Prelude, Info, Request, Subscribe };
     Kind kind = Kind::Request;
-    std::string what;  // for prelude failures: "AUTH", "SELECT"
+    std::string what;     // for prelude failures: "AUTH", "SELECT"
     ResultCallback done;  // empty once abandoned
     TimePoint sent;
     TimePoint deadline;
@@ -318,8 +330,8 @@ class Transport::Connection {
         case Pending::Kind::Subscribe:
           break;
         case Pending::Kind::Request:
-          if (reply->is_error() && p.request.script && !p.eval_sent && starts_with(reply->str, "NOSCRIPT") &&
-              p.done && !(p.request.tracked && p.request.interest.expired())) {
+          if (reply->is_error() && p.request.script && !p.eval_sent && starts_with(reply->str, "NOSCRIPT") && p.done &&
+              !(p.request.tracked && p.request.interest.expired())) {
             // The server lost its script cache (restart, SCRIPT FLUSH): send the script itself.
             encode(p.request, true);
             p.eval_sent = true;
@@ -443,9 +455,13 @@ Transport::Transport(std::vector<ServerUrl> servers, TransportOptions options)
 
 Transport::~Transport() = default;
 
-std::size_t Transport::size() const { return servers_.size(); }
+std::size_t Transport::size() const {
+  return servers_.size();
+}
 
-TimePoint Transport::now() const { return Clock::now(); }
+TimePoint Transport::now() const {
+  return Clock::now();
+}
 
 void Transport::send(std::size_t server, Request request, ResultCallback done) {
   commands_.at(server)->send(std::move(request), std::move(done), Clock::now());
@@ -505,9 +521,7 @@ void Transport::run_until(const std::function<bool()>& done, TimePoint deadline)
 
 void Transport::flush(TimePoint deadline) {
   run_until(
-      [this] {
-        return std::all_of(commands_.begin(), commands_.end(), [](const auto& c) { return c->flushed(); });
-      },
+      [this] { return std::all_of(commands_.begin(), commands_.end(), [](const auto& c) { return c->flushed(); }); },
       deadline);
 }
 
@@ -527,11 +541,17 @@ std::size_t Transport::subscribed() const {
       std::count_if(subscribers_.begin(), subscribers_.end(), [](const auto& s) { return s->subscribed(); }));
 }
 
-void Transport::unsubscribe() { subscribers_.clear(); }
+void Transport::unsubscribe() {
+  subscribers_.clear();
+}
 
-std::string Transport::describe(std::size_t server) const { return servers_.at(server).redacted(); }
+std::string Transport::describe(std::size_t server) const {
+  return servers_.at(server).redacted();
+}
 
-void Transport::watch(int fd, std::function<void()> on_readable) { watched_.push_back({fd, std::move(on_readable)}); }
+void Transport::watch(int fd, std::function<void()> on_readable) {
+  watched_.push_back({fd, std::move(on_readable)});
+}
 
 void Transport::unwatch(int fd) {
   watched_.erase(std::remove_if(watched_.begin(), watched_.end(), [fd](const Watched& w) { return w.fd == fd; }),
@@ -546,7 +566,9 @@ void Transport::set_wait_sigmask(const sigset_t* mask) {
   }
 }
 
-const std::string& Transport::run_id(std::size_t server) const { return commands_.at(server)->run_id(); }
+const std::string& Transport::run_id(std::size_t server) const {
+  return commands_.at(server)->run_id();
+}
 
 void Transport::note_run_id(std::size_t server) {
   const std::string& id = commands_[server]->run_id();

@@ -16,11 +16,12 @@ WaitPlan::WaitPlan(Duration retry_delay, std::uint64_t seed) : retry_delay_(retr
 
 Duration WaitPlan::jittered(Duration base, double low, double high) {
   std::uniform_real_distribution<double> dist(low, high);
-  return std::chrono::duration_cast<Duration>(std::chrono::duration<double, Duration::period>(
-      static_cast<double>(base.count()) * dist(rng_)));
+  return std::chrono::duration_cast<Duration>(
+      std::chrono::duration<double, Duration::period>(static_cast<double>(base.count()) * dist(rng_)));
 }
 
-TimePoint WaitPlan::after_attempt(TimePoint now, bool split_vote, std::optional<Duration> holder_free_in, bool subscribed) {
+TimePoint WaitPlan::after_attempt(TimePoint now, bool split_vote, std::optional<Duration> holder_free_in,
+                                  bool subscribed) {
   if (split_vote) return now + jittered(retry_delay_, 0.5, 1.5);
   TimePoint next = subscribed ? now + jittered(fallback(), 0.75, 1.25) : now + jittered(retry_delay_, 0.5, 1.5);
   if (holder_free_in) {
@@ -45,6 +46,8 @@ TimePoint WaitPlan::on_acquired(TimePoint now, Duration ttl_guess, bool subscrib
   return std::min(slow, now + ttl_guess + jittered(std::max(slot_, kMinSlot), 0.0, 4.0));
 }
 
-void WaitPlan::observe_round_trip(Duration rtt) { slot_ = std::max(kMinSlot, 2 * rtt); }
+void WaitPlan::observe_round_trip(Duration rtt) {
+  slot_ = std::max(kMinSlot, 2 * rtt);
+}
 
 }  // namespace redlock

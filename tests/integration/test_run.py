@@ -152,6 +152,50 @@ class Signals(RunTest):
                 self.assertEqual(rep["outcome"], "interrupted")
 
 
+class Terminal(RunTest):
+    """On a terminal, the command stays in the terminal's foreground process group (job control keeps
+    working) and ^C reaches it once, from the terminal, not a second time from redlock."""
+
+    def test_job_control_on_a_terminal(self):
+        import pty
+        import select
+        report = self.path("report.json")
+        pid, master = pty.fork()
+        if pid == 0:
+            os.environ["REDLOCK_SERVERS"] = self.cluster.spec
+            # The child counts the INTs it gets; a second one (forwarded) would show as "2".
+            os.execv(redlock_binary(), [redlock_binary(), "run", "--report", report, "job", "--", "sh", "-c",
+                                        'n=0; trap \'n=$((n+1)); echo "int $n"\' INT; '
+                                        'echo "groups $(ps -o pgid= -p $$) $(ps -o pgid= -p $PPID)"; '
+                                        'while [ $n -lt 1 ]; do sleep 0.05; done; sleep 0.5; exit $((40+n))'])
+        out = b""
+        deadline = time.monotonic() + 20
+
+        def read_until(text):
+            nonlocal out
+            while text not in out and time.monotonic() < deadline:
+                ready, _, _ = select.select([master], [], [], 0.5)
+                if ready:
+                    try:
+                        out += os.read(master, 4096)
+                    except OSError:
+                        break
+            return text in out
+
+        self.assertTrue(read_until(b"groups"), out)
+        line = out.split(b"groups", 1)[1].split(b"\n")[0].split()
+        self.assertEqual(line[0], line[1], "the command left the terminal's foreground group: %r" % out)
+        os.write(master, b"\x03")  # ^C: the terminal sends SIGINT to the whole foreground group
+        read_until(b"int 1")
+        _, status = os.waitpid(pid, 0)
+        read_until(b"\n")
+        os.close(master)
+        self.assertEqual(os.WEXITSTATUS(status), 41, out)  # exactly one INT reached the command
+        self.assertNotIn(b"int 2", out)
+        self.assertEqual(self.report()["outcome"], "child_exited")
+        self.assertEqual(self.cluster.values("job"), [None] * 5)
+
+
 class KeepingAndLosing(RunTest):
     def test_renewal_keeps_the_lock_across_several_ttls_while_others_are_refused(self):
         p = spawn(["run", "--ttl", "1s", "--report", self.path("report.json"), "job", "--", "sleep", "3.5"],

@@ -66,7 +66,8 @@ class FakeNetwork final : public Network {
     if (s.frozen) {
       // The request sits in the frozen server's socket buffer: it runs if the server thaws.
       s.backlog.push_back(request);
-      schedule(now_ + timeout_, [done, sent, this] { done(failure(Failure::Timeout, "no answer within 100ms", sent)); });
+      schedule(now_ + timeout_,
+               [done, sent, this] { done(failure(Failure::Timeout, "no answer within 100ms", sent)); });
       return;
     }
     // The script runs halfway through the round trip; the answer arrives after the full one.
@@ -121,7 +122,9 @@ class FakeNetwork final : public Network {
   }
 
   // Runs whatever is scheduled up to T.
-  void advance(Duration d) { run_until([] { return false; }, now_ + d); }
+  void advance(Duration d) {
+    run_until([] { return false; }, now_ + d);
+  }
 
   std::size_t requests_sent() const { return sent_; }
 

@@ -20,7 +20,9 @@ LockSpec spec(const std::string& token = "tok", Duration ttl = 10s) {
   return s;
 }
 
-WaitOptions no_wait() { return WaitOptions{}; }
+WaitOptions no_wait() {
+  return WaitOptions{};
+}
 
 WaitOptions wait_for(FakeNetwork& net, Duration d) {
   WaitOptions w;
@@ -181,7 +183,8 @@ TEST_CASE("fence: agreeing counters need no second round; disagreeing ones are w
   // Any fence stored on a quorum before is at most 7 (the third-highest counter).
   CHECK(r.fence > 7);
   std::size_t stored = 0;
-  for (std::size_t i = 0; i < 5; ++i) stored += net.value(i, "{job}:redlock:fence") == std::to_string(r.fence) ? 1U : 0U;
+  for (std::size_t i = 0; i < 5; ++i)
+    stored += net.value(i, "{job}:redlock:fence") == std::to_string(r.fence) ? 1U : 0U;
   CHECK(stored >= 3);
   CHECK(net.servers[2].log == std::vector<std::string>{"acquire", "fence"});
   lock.release(spec().keys, "tok", false);

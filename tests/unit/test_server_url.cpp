@@ -61,10 +61,10 @@ TEST_CASE("server URLs: every form of the contract") {
 }
 
 TEST_CASE("server URLs: mistakes are configuration errors that never show the password") {
-  for (const char* bad : {"", "http://h", "redis://", "redis://h:0", "redis://h:65536", "redis://h:x", "redis://h:",
-                          "redis://h/x", "redis://h/-1", "unix://relative/path", "unix:///p?db=x", "unix:///p?foo=1",
-                          "redis://[::1", "redis://[zz]:1", "redis://::1:6379", "h:1/2", "redis://u:pw@h:99999",
-                          "redis://u:%zz@h", "redis://u:%4@h"}) {
+  for (const char* bad :
+       {"", "http://h", "redis://", "redis://h:0", "redis://h:65536", "redis://h:x", "redis://h:", "redis://h/x",
+        "redis://h/-1", "unix://relative/path", "unix:///p?db=x", "unix:///p?foo=1", "redis://[::1", "redis://[zz]:1",
+        "redis://::1:6379", "h:1/2", "redis://u:pw@h:99999", "redis://u:%zz@h", "redis://u:%4@h"}) {
     CAPTURE(bad);
     try {
       parse_server_url(bad);

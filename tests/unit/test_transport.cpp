@@ -59,7 +59,9 @@ TransportOptions fast() {
 }
 
 volatile sig_atomic_t g_alarms = 0;
-void on_alarm(int) { g_alarms = g_alarms + 1; }
+void on_alarm(int) {
+  g_alarms = g_alarms + 1;
+}
 
 }  // namespace
 
