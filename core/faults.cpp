@@ -16,7 +16,9 @@ bool enabled(std::string_view name) {
   return chosen.find("," + std::string(name) + ",") != std::string::npos;
 }
 #else
-bool enabled(std::string_view) { return false; }
+bool enabled(std::string_view) {
+  return false;
+}
 #endif
 
 }  // namespace redlock::faults

@@ -32,6 +32,26 @@ std::string errno_text(const char* what, int err) {
   return std::string(what) + ": " + std::strerror(err);
 }
 
+// "127.0.0.1:6379", "[::1]:6379", or a unix socket's path.
+std::string endpoint_text(const sockaddr_storage& addr, socklen_t length) {
+  char host[INET6_ADDRSTRLEN] = {};
+  if (addr.ss_family == AF_INET) {
+    const auto& in = reinterpret_cast<const sockaddr_in&>(addr);
+    inet_ntop(AF_INET, &in.sin_addr, host, sizeof host);
+    return std::string(host) + ":" + std::to_string(ntohs(in.sin_port));
+  }
+  if (addr.ss_family == AF_INET6) {
+    const auto& in6 = reinterpret_cast<const sockaddr_in6&>(addr);
+    inet_ntop(AF_INET6, &in6.sin6_addr, host, sizeof host);
+    return "[" + std::string(host) + "]:" + std::to_string(ntohs(in6.sin6_port));
+  }
+  if (addr.ss_family == AF_UNIX && length > static_cast<socklen_t>(offsetof(sockaddr_un, sun_path))) {
+    const auto& un = reinterpret_cast<const sockaddr_un&>(addr);
+    return std::string(un.sun_path, strnlen(un.sun_path, sizeof un.sun_path));
+  }
+  return {};
+}
+
 // Name resolution on a helper thread, so that a slow resolver costs no more than --timeout:
 // the thread signals through a pipe that the event loop polls. The state is shared, so an
 // abandoned lookup simply finishes on its own.
@@ -172,6 +192,7 @@ class PlainStream final : public Stream {
       if (errno == ENOTCONN) return Status::WantWrite;
       return fail(errno_text("getpeername", errno));
     }
+    peer_ = endpoint_text(peer, peer_len);
     connected_ = true;
     return Status::Ok;
   }
@@ -212,6 +233,7 @@ class PlainStream final : public Stream {
   }
 
   const std::string& error() const override { return error_; }
+  const std::string& peer() const override { return peer_; }
 
  private:
   Status fail(std::string message) {
@@ -235,6 +257,7 @@ class PlainStream final : public Stream {
         rc = ::connect(socket_.get(), reinterpret_cast<const sockaddr*>(&a.storage), a.length);
       } while (rc != 0 && errno == EINTR);
       if (rc == 0) {
+        peer_ = endpoint_text(a.storage, a.length);
         connected_ = true;
         return Status::Ok;
       }
@@ -253,6 +276,7 @@ class PlainStream final : public Stream {
   bool failed_ = false;
   int last_errno_ = 0;
   std::string error_;
+  std::string peer_;
 };
 
 }  // namespace

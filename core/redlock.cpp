@@ -175,15 +175,17 @@ std::optional<std::int64_t> agreed_fence(const std::vector<std::int64_t>& counte
 }
 
 void Redlock::settle(const Round& round) {
-  // A second URL of a server that already answered reaches the same process, so it answers at about
-  // the same time: a short grace (twice the slowest answer so far) lets its INFO show the duplicate
-  // every time, while a frozen server costs only the grace, not --timeout.
+  // A second URL of a server that already answered reaches the same process, which answers both
+  // connections within an event-loop turn or two: a short grace (the slowest answer so far again,
+  // plus 200 us) lets its INFO show the duplicate every time, while a frozen server costs only the
+  // grace, not --timeout. Safety does not hang on the grace (the second answer from one process is
+  // marked Duplicate when it arrives and never counts); it makes the refusal happen every time.
   if (round.complete()) return;
   Duration slowest{};
   for (const auto& r : round.results()) {
     if (r) slowest = std::max(slowest, r->latency);
   }
-  const Duration grace = std::min(2 * slowest + std::chrono::microseconds(200), timeout_);
+  const Duration grace = std::min(slowest + std::chrono::microseconds(200), timeout_);
   network_.run_until([&] { return round.complete(); }, network_.now() + grace);
 }
 

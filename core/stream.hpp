@@ -32,6 +32,9 @@ class Stream {
   virtual Status write(std::string_view data, std::size_t& written) = 0;
   // Why the last call returned Failed, in words.
   virtual const std::string& error() const = 0;
+  // The endpoint reached, once connect() returned Ok ("127.0.0.1:6379", "[::1]:6379", a unix
+  // socket's path); empty before. Two names of one server connect to the same endpoint.
+  virtual const std::string& peer() const = 0;
 };
 
 // Starts a non-blocking connect to a redis:// or unix:// server (names resolved off the main thread).

@@ -257,6 +257,7 @@ class TlsStream final : public Stream {
   }
 
   const std::string& error() const override { return error_; }
+  const std::string& peer() const override { return plain_->peer(); }
 
  private:
   bool start() {

@@ -90,6 +90,8 @@ class Transport::Connection {
   Connection(Transport& owner, std::size_t index, Role role) : owner_(owner), index_(index), role_(role) {}
 
   const std::string& run_id() const { return run_id_; }
+  const std::string& peer() const { return peer_; }
+  bool duplicate() const { return duplicate_; }
   bool subscribed() const { return subscribed_; }
 
   void send(Request request, ResultCallback done, TimePoint now) {
@@ -189,6 +191,10 @@ class Transport::Connection {
       }
       connected_ = true;
       want_write_ = false;
+      if (role_ == Role::Commands) {
+        peer_ = stream_->peer();
+        if (owner_.note_peer(index_)) return fail(Failure::Duplicate, duplicate_message_, now);
+      }
     }
     if (out_pos_ < out_.size()) {
       std::size_t written = 0;
@@ -434,6 +440,7 @@ class Transport::Connection {
   std::string in_;
   std::deque<Pending> pending_;
   std::string run_id_;
+  std::string peer_;  // the endpoint of the last connection
   bool duplicate_ = false;
   std::string duplicate_message_;
   // Subscriber role only.
@@ -568,6 +575,21 @@ void Transport::set_wait_sigmask(const sigset_t* mask) {
 
 const std::string& Transport::run_id(std::size_t server) const {
   return commands_.at(server)->run_id();
+}
+
+bool Transport::note_peer(std::size_t server) {
+  // Two names that reach one endpoint (localhost and 127.0.0.1) are one server, known as soon as
+  // both are connected, long before either answers; the run_id check covers the rest.
+  const std::string& peer = commands_[server]->peer();
+  if (peer.empty()) return false;
+  for (std::size_t j = 0; j < commands_.size(); ++j) {
+    if (j == server || commands_[j]->duplicate() || commands_[j]->peer() != peer) continue;
+    commands_[server]->set_duplicate(servers_[server].redacted() + " is the same Redis server as " +
+                                     servers_[j].redacted() + " (both reach " + peer +
+                                     "): it would count one vote twice");
+    return true;
+  }
+  return false;
 }
 
 void Transport::note_run_id(std::size_t server) {

@@ -56,6 +56,8 @@ class Transport final : public Network {
   class Connection;  // internal
 
  private:
+  // Marks SERVER as a duplicate when another configured server reached the same endpoint; true if so.
+  bool note_peer(std::size_t server);
   void note_run_id(std::size_t server);
 
   std::vector<ServerUrl> servers_;

@@ -356,14 +356,14 @@ def no_quorum(ctx):
 
 @scenario("duplicate-server", "S16", 0)
 def duplicate_server(ctx):
-    """One server listed twice, by the same address or by two addresses (same run_id): refused, 78."""
+    """One server listed twice, by the same address or by another name of it: refused, 78."""
     env = env_for(ctx, "duplicate-server")
     s = Summary(scenario="duplicate-server", binary=os.path.basename(env.binary), fault=env.fault, failures=[],
                 cycles=0, seconds=0)
     try:
         a, b, c = env.servers[0], env.servers[1], env.servers[2]
         specs = {"same address": "%s,%s,%s" % (a.address, b.address, a.address),
-                 "same run_id": "%s,%s,localhost:%d" % (a.address, b.address, a.port),
+                 "same endpoint, other name": "%s,%s,localhost:%d" % (a.address, b.address, a.port),
                  "same address, other form": "%s,%s,redis://127.0.0.1:%d/0" % (a.address, b.address, a.port)}
         w = env.add_worker(mode="run", wait="1s")
         for what, spec in specs.items():

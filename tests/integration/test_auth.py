@@ -297,7 +297,8 @@ class LeastPrivilege(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        cls.cluster = Cluster(3)
+        # A second address, so that one server under two addresses needs INFO's run_id to be found out.
+        cls.cluster = Cluster(3, ("--bind", "127.0.0.1", "127.0.0.2"))
         cls.servers = cls.cluster.servers
         cls.workdir = cls.cluster.workdir
         cls.urls = [url(s, LOCKER, "locker") for s in cls.servers]
@@ -362,9 +363,9 @@ class LeastPrivilege(unittest.TestCase):
             raise AssertionError("release --force left the key")
 
     def step_duplicate(self):
-        """the same server under two names is found out (INFO's run_id)."""
+        """the same server under two addresses is found out (INFO's run_id)."""
         s = self.servers[0]
-        urls = [url(s, LOCKER, "locker"), url(s, LOCKER, "locker", host="localhost"), self.urls[1]]
+        urls = [url(s, LOCKER, "locker"), url(s, LOCKER, "locker", host="127.0.0.2"), self.urls[1]]
         r = self.rl("status", "job", urls=urls)
         self.check(r, 78, "status with one server listed twice")
         if "same Redis server" not in r.stderr:

@@ -385,5 +385,53 @@ class BadInput(ClusterTest):
         self.assertIn("REDLOCK_SERVERS", r.stderr)
 
 
+
+class SameServerTwice(ClusterTest):
+    """One server under two names is refused every time, not only when both happen to answer
+    before the quorum is decided: a frozen fourth server and a loaded machine must not matter."""
+
+    N = 3
+    EXTRA = ("--bind", "127.0.0.1", "127.0.0.2")
+
+    def refused_every_time(self, servers, why, rounds=25):
+        """Each command refused ROUNDS times; then no key on the servers (a frozen one included, once
+        thawed: it runs the queued script and the release that follows it)."""
+        for i in range(rounds):
+            for args in (["acquire", "-n", "job"], ["run", "-n", "job", "--", "true"]):
+                r = redlock(args, servers=servers)
+                self.assertEqual(r.code, 78, (i, args, r))
+                self.assertIn("same Redis server", r.stderr)
+                self.assertIn(why, r.stderr)
+        for s in self.cluster.servers:
+            s.thaw()
+        deadline = time.monotonic() + 5
+        while self.cluster.values("job") != [None] * 3 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self.assertEqual(self.cluster.values("job"), [None] * 3)
+
+    def test_two_names_of_one_endpoint(self):
+        a, b, c = self.cluster.servers
+        # The duplicate last, after a quorum that can be decided without it.
+        servers = "%s,%s,%s,localhost:%d" % (a.address, b.address, c.address, a.port)
+        self.refused_every_time(servers, "both reach 127.0.0.1:%d" % a.port)
+
+    def test_two_addresses_of_one_server_by_run_id(self):
+        # Different endpoints: only INFO's run_id tells. With the third server frozen the quorum
+        # needs both, and INFO comes back before the lock script on each connection.
+        a, b, c = self.cluster.servers
+        c.freeze()
+        self.refused_every_time("%s,127.0.0.2:%d,%s" % (a.address, a.port, c.address), "run_id", rounds=5)
+
+    def test_two_names_of_one_endpoint_with_a_frozen_server(self):
+        a, b, c = self.cluster.servers
+        c.freeze()
+        try:
+            servers = "%s,%s,%s,localhost:%d,127.0.0.2:%d" % (a.address, b.address, c.address, a.port, b.port)
+            r = redlock(["acquire", "-n", "job"], servers=servers)
+            self.assertEqual(r.code, 78, r)
+            self.assertIn("both reach 127.0.0.1:%d" % a.port, r.stderr)
+        finally:
+            c.thaw()
+
 if __name__ == "__main__":
     main()
