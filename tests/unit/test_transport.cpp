@@ -85,6 +85,22 @@ TEST_CASE("a server that never answers costs the timeout, no more") {
   CHECK(took < 150ms);
 }
 
+TEST_CASE("two names of one endpoint: the second is a duplicate once connected, before any answer") {
+  Listener silent;  // never answers, so no run_id could tell
+  const std::string port = std::to_string(silent.port);
+  Transport t({parse_server_url("127.0.0.1:" + port), parse_server_url("localhost:" + port)}, fast());
+  std::optional<Result> first, second;
+  t.send(0, Request::command({"PING"}), [&](Result r) { first = std::move(r); });
+  t.send(1, Request::command({"PING"}), [&](Result r) { second = std::move(r); });
+  auto start = Clock::now();
+  t.run_until([&] { return second.has_value(); }, start + 5s);
+  REQUIRE(second);
+  CHECK(second->failure == Failure::Duplicate);
+  CHECK(second->error.find("both reach 127.0.0.1:" + port) != std::string::npos);
+  CHECK(Clock::now() - start < 100ms);
+  CHECK(!first);  // the first is still waited for
+}
+
 TEST_CASE("a server that answers garbage is a protocol failure, not a crash") {
   Listener garbage;
   std::thread server([&] {
