@@ -175,11 +175,12 @@ std::optional<std::int64_t> agreed_fence(const std::vector<std::int64_t>& counte
 }
 
 void Redlock::settle(const Round& round) {
-  // A second URL of a server that already answered reaches the same process, which answers both
-  // connections within an event-loop turn or two: a short grace (the slowest answer so far again,
-  // plus 200 us) lets its INFO show the duplicate every time, while a frozen server costs only the
-  // grace, not --timeout. Safety does not hang on the grace (the second answer from one process is
-  // marked Duplicate when it arrives and never counts); it makes the refusal happen every time.
+  // Two names of one endpoint were caught at connect. A second address of a server that already
+  // answered reaches the same process, which answers both connections within an event-loop turn or
+  // two: a short grace (the slowest answer so far again, plus 200 us) lets its INFO show the
+  // duplicate, while a frozen server costs only the grace, not --timeout. Safety does not hang on
+  // the grace (the second answer from one process is marked Duplicate when it arrives and never
+  // counts); it makes the refusal reliable on an idle machine, and `doctor` waits for every answer.
   if (round.complete()) return;
   Duration slowest{};
   for (const auto& r : round.results()) {

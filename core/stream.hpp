@@ -33,7 +33,8 @@ class Stream {
   // Why the last call returned Failed, in words.
   virtual const std::string& error() const = 0;
   // The endpoint reached, once connect() returned Ok ("127.0.0.1:6379", "[::1]:6379", a unix
-  // socket's path); empty before. Two names of one server connect to the same endpoint.
+  // socket's path; TLS adds the name verified); empty before. Two names of one server reach the
+  // same endpoint.
   virtual const std::string& peer() const = 0;
 };
 

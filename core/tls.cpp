@@ -198,7 +198,12 @@ class TlsStream final : public Stream {
     }
     openssl().ERR_clear_error();
     int rc = openssl().SSL_connect(ssl_.get());
-    if (rc == 1) return Status::Ok;
+    if (rc == 1) {
+      // A TLS front (an SNI router, a managed service's shared address) sends each name elsewhere:
+      // the endpoint is the address and the name together.
+      peer_ = plain_->peer() + " as " + name_;
+      return Status::Ok;
+    }
     int err = openssl().SSL_get_error(ssl_.get(), rc);
     if (err == SSL_ERROR_WANT_READ) return Status::WantRead;
     if (err == SSL_ERROR_WANT_WRITE) return Status::WantWrite;
@@ -257,7 +262,7 @@ class TlsStream final : public Stream {
   }
 
   const std::string& error() const override { return error_; }
-  const std::string& peer() const override { return plain_->peer(); }
+  const std::string& peer() const override { return peer_; }
 
  private:
   bool start() {
@@ -320,6 +325,7 @@ class TlsStream final : public Stream {
   bool heard_ = false;  // some application data came back: the server accepted us
   std::unique_ptr<SSL, SslFree> ssl_;
   std::string error_;
+  std::string peer_;  // set once the handshake is done
 };
 
 }  // namespace

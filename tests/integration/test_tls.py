@@ -175,6 +175,18 @@ class Tls(unittest.TestCase):
         r = self.rl(self.tls[:1], "--tls-ca", self.ca, "--tls-server-name", "other.example", "status", "job")
         self.assertRefused(r, "hostname mismatch")
 
+    def test_one_tls_server_twice_is_refused_and_the_name_is_part_of_the_endpoint(self):
+        s = self.tls[0]
+        twice = [s.url, "rediss://localhost:%d" % s.port, self.tls[1]]
+        # Verified as the same name: one endpoint, caught at connect.
+        r = self.rl(twice, "--tls-ca", self.ca, "--tls-server-name", "localhost", "status", "job")
+        self.assertEqual(r.code, 78, r)
+        self.assertIn("both reach 127.0.0.1:%d as localhost" % s.port, r.stderr)
+        # Under two names (an SNI router may send them to two servers): INFO's run_id tells.
+        r = self.rl(twice, "--tls-ca", self.ca, "status", "job")
+        self.assertEqual(r.code, 78, r)
+        self.assertIn("run_id", r.stderr)
+
     def test_an_expired_certificate_is_refused_as_expired(self):
         r = self.rl([self.expired], "--tls-ca", self.ca, "acquire", "job")
         self.assertRefused(r, "certificate has expired")
