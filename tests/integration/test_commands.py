@@ -385,10 +385,9 @@ class BadInput(ClusterTest):
         self.assertIn("REDLOCK_SERVERS", r.stderr)
 
 
-
 class SameServerTwice(ClusterTest):
     """One server under two names is refused every time, not only when both happen to answer
-    before the quorum is decided: a frozen fourth server and a loaded machine must not matter."""
+    before the quorum is decided: a frozen server and a loaded machine must not matter."""
 
     N = 3
     EXTRA = ("--bind", "127.0.0.1", "127.0.0.2")
@@ -432,6 +431,7 @@ class SameServerTwice(ClusterTest):
             self.assertIn("both reach 127.0.0.1:%d" % a.port, r.stderr)
         finally:
             c.thaw()
+
 
 if __name__ == "__main__":
     main()
