@@ -14,7 +14,10 @@ namespace redlock {
 namespace {
 
 // Replies to requests that timed out are still read (and dropped) so that later replies stay in
-// order; past this many, the connection is closed and opened afresh.
+// order. A connection with requests the server may still run is never replaced: a frozen server runs
+// what it has received when it wakes up, and a second connection could be served first, letting the
+// release of an earlier attempt delete the lock a later attempt took with the same token. Past this
+// many unanswered requests, new ones fail at once until the server catches up.
 constexpr std::size_t kMaxAbandoned = 32;
 // A subscription that broke is re-established no sooner than this.
 constexpr Duration kResubscribeDelay = std::chrono::seconds(1);
@@ -99,6 +102,12 @@ class Transport::Connection {
       finish(done, Failure::Duplicate, duplicate_message_, Duration{});
       return;
     }
+    if (connected_ && abandoned() >= kMaxAbandoned) {
+      finish(done, Failure::Timeout,
+             "no answer to the last " + std::to_string(abandoned()) + " requests; none sent until it answers",
+             Duration{});
+      return;
+    }
     if (!stream_) open(now);
     Pending p;
     p.kind = Pending::Kind::Request;
@@ -173,7 +182,15 @@ class Transport::Connection {
       }
       if (!p.done) ++abandoned;
     }
-    if (abandoned > kMaxAbandoned) fail(Failure::Timeout, "too many unanswered requests", now);
+    // Before the connection is up nothing has reached the server, so starting over is safe.
+    if (!connected_ && abandoned > kMaxAbandoned) fail(Failure::Timeout, "too many unanswered requests", now);
+  }
+
+  // Requests sent and given up on whose replies are still to come.
+  std::size_t abandoned() const {
+    return static_cast<std::size_t>(std::count_if(pending_.begin(), pending_.end(), [](const Pending& p) {
+      return !p.done && p.kind == Pending::Kind::Request;
+    }));
   }
 
   // Moves bytes: finishes connecting, writes what is queued, reads and dispatches replies.

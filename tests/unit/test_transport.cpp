@@ -2,11 +2,13 @@
 // listener that never answers, one that answers garbage. (Real Redis is in the integration tests.)
 #include <arpa/inet.h>
 #include <doctest/doctest.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <csignal>
 #include <thread>
@@ -99,6 +101,44 @@ TEST_CASE("two names of one endpoint: the second is a duplicate once connected, 
   CHECK(second->error.find("both reach 127.0.0.1:" + port) != std::string::npos);
   CHECK(Clock::now() - start < 100ms);
   CHECK(!first);  // the first is still waited for
+}
+
+TEST_CASE("a connection the server still owes answers is never replaced: its requests run in order") {
+  Listener frozen;  // accepts nothing yet: a stopped server, whose kernel still takes the bytes
+  TransportOptions o;
+  o.timeout = 20ms;
+  Transport t({frozen.url()}, o);
+  std::vector<std::optional<Result>> results(40);
+  for (auto& r : results) t.send(0, Request::command({"PING"}), [&r](Result x) { r = std::move(x); });
+  t.run_until([&] { return std::all_of(results.begin(), results.end(), [](auto& r) { return r.has_value(); }); },
+              Clock::now() + 5s);
+  for (auto& r : results) REQUIRE((r && r->failure == Failure::Timeout));
+
+  // A second connection could be served first when the server wakes up: none is opened, and what
+  // is asked meanwhile fails at once.
+  auto start = Clock::now();
+  Result refused = one_request(t);
+  CHECK(refused.failure == Failure::Timeout);
+  CHECK(refused.error.find("none sent until it answers") != std::string::npos);
+  CHECK(Clock::now() - start < 20ms);
+  int flags = fcntl(frozen.fd.get(), F_GETFL);
+  fcntl(frozen.fd.get(), F_SETFL, flags | O_NONBLOCK);
+  Fd conn(accept(frozen.fd.get(), nullptr, nullptr));
+  REQUIRE(conn);
+  CHECK(accept(frozen.fd.get(), nullptr, nullptr) < 0);  // one connection, not two
+
+  // The server wakes up and answers all 41 (INFO, then the PINGs): the same connection goes on.
+  std::string answers;
+  for (int i = 0; i < 41; ++i) answers += "+PONG\r\n";
+  REQUIRE(write(conn.get(), answers.data(), answers.size()) == static_cast<ssize_t>(answers.size()));
+  t.run_until([] { return false; }, Clock::now() + 50ms);
+  std::optional<Result> later;
+  t.send(0, Request::command({"PING"}), [&](Result x) { later = std::move(x); });
+  REQUIRE(write(conn.get(), "+PONG\r\n", 7) == 7);
+  t.run_until([&] { return later.has_value(); }, Clock::now() + 2s);
+  REQUIRE(later);
+  CHECK(later->ok());
+  CHECK(accept(frozen.fd.get(), nullptr, nullptr) < 0);
 }
 
 TEST_CASE("a server that answers garbage is a protocol failure, not a crash") {
