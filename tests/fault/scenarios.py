@@ -74,6 +74,21 @@ def fault_windows(events):
     return out
 
 
+def minority_faults(ctx, name, nemesis, servers=None):
+    """The S2 shape: 6 `run` and 2 acquire workers under NEMESIS; no violation, acquires go on during
+    the faults, and the lock is taken again soon after every heal. SERVERS(env) gives the workers'
+    server list (default: the servers themselves)."""
+    env = env_for(ctx, name)
+    try:
+        mixed_workers(env, 6, 2, **({"servers": servers(env)} if servers else {}))
+        env.run(ctx.seconds, nemesis)
+        s = summarize(env, name, expect_cycles=5, heal_bound_s=ttl_s(env) + 3)
+        check_progress_under_faults(s)
+        return s
+    finally:
+        env.close()
+
+
 def check_progress_under_faults(s, minimum=1):
     """S2's "acquires keep succeeding": holders entered while a fault was in force."""
     windows = fault_windows(s.events)
@@ -150,15 +165,7 @@ def pause_minority(env):
 @scenario("pause-minority", "S2", 10)
 def pause_minority_scenario(ctx):
     """SIGSTOP/SIGCONT of 1-2 of 5 servers, rotating."""
-    env = env_for(ctx, "pause-minority")
-    try:
-        mixed_workers(env, 6, 2)
-        env.run(ctx.seconds, pause_minority)
-        s = summarize(env, "pause-minority", expect_cycles=5, heal_bound_s=ttl_s(env) + 3)
-        check_progress_under_faults(s)
-        return s
-    finally:
-        env.close()
+    return minority_faults(ctx, "pause-minority", pause_minority)
 
 
 def kill_minority(env):
@@ -181,15 +188,7 @@ def kill_minority(env):
 @scenario("kill-minority", "S2 S4", 12)
 def kill_minority_scenario(ctx):
     """kill -9 of 1-2 of 5 servers, restarted empty after the longest TTL, rotating."""
-    env = env_for(ctx, "kill-minority")
-    try:
-        mixed_workers(env, 6, 2)
-        env.run(ctx.seconds, kill_minority)
-        s = summarize(env, "kill-minority", expect_cycles=5, heal_bound_s=ttl_s(env) + 3)
-        check_progress_under_faults(s)
-        return s
-    finally:
-        env.close()
+    return minority_faults(ctx, "kill-minority", kill_minority)
 
 
 def netns_name():
@@ -243,15 +242,7 @@ def partitions(env):
 @scenario("partition", "S2", 10, netns=True)
 def partition_scenario(ctx):
     """nftables drops and probabilistic loss on 1-2 of 5 servers, in a network namespace."""
-    env = env_for(ctx, "partition")
-    try:
-        mixed_workers(env, 6, 2)
-        env.run(ctx.seconds, partitions)
-        s = summarize(env, "partition", expect_cycles=5, heal_bound_s=ttl_s(env) + 3)
-        check_progress_under_faults(s)
-        return s
-    finally:
-        env.close()
+    return minority_faults(ctx, "partition", partitions)
 
 
 def proxied(env, indexes):
@@ -289,16 +280,7 @@ def delays_and_stalls(env):
 def proxy_scenario(ctx):
     """A user-space TCP proxy in front of 2 of 5 servers: 0-30 ms delay per chunk, stalls that hold
     the traffic and deliver it late (in order), and cuts."""
-    env = env_for(ctx, "proxy")
-    try:
-        spec = proxied(env, {0, 1})
-        mixed_workers(env, 6, 2, servers=spec)
-        env.run(ctx.seconds, delays_and_stalls)
-        s = summarize(env, "proxy", expect_cycles=5, heal_bound_s=ttl_s(env) + 3)
-        check_progress_under_faults(s)
-        return s
-    finally:
-        env.close()
+    return minority_faults(ctx, "proxy", delays_and_stalls, servers=lambda env: proxied(env, {0, 1}))
 
 
 # ---------------------------------------------------------------------------------------------
