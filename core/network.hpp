@@ -89,6 +89,9 @@ class Network {
 
   // The server's URL as it may be printed (password as ***).
   virtual std::string describe(std::size_t server) const = 0;
+  // Whether some server's name is still being resolved: until it is, nobody can tell whether it
+  // is a second name of a server already configured.
+  virtual bool resolving() const = 0;
 };
 
 }  // namespace redlock

@@ -186,6 +186,8 @@ class PlainStream final : public Stream {
     }
     // No error is also what a connect still in progress reports (when asked before the socket
     // became writable, say by a request queued meanwhile): only a peer address means connected.
+    // It is the address the server answers on: for a unix socket, the path the server bound,
+    // whichever link to it was configured.
     sockaddr_storage peer{};
     socklen_t peer_len = sizeof peer;
     if (getpeername(socket_.get(), reinterpret_cast<sockaddr*>(&peer), &peer_len) != 0) {
@@ -252,12 +254,12 @@ class PlainStream final : public Stream {
         int one = 1;
         setsockopt(socket_.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
       }
+      peer_ = endpoint_text(a.storage, a.length);
       int rc;
       do {
         rc = ::connect(socket_.get(), reinterpret_cast<const sockaddr*>(&a.storage), a.length);
       } while (rc != 0 && errno == EINTR);
       if (rc == 0) {
-        peer_ = endpoint_text(a.storage, a.length);
         connected_ = true;
         return Status::Ok;
       }

@@ -175,12 +175,18 @@ std::optional<std::int64_t> agreed_fence(const std::vector<std::int64_t>& counte
 }
 
 void Redlock::settle(const Round& round) {
-  // Two names of one endpoint were caught at connect. A second address of a server that already
-  // answered reaches the same process, which answers both connections within an event-loop turn or
-  // two: a short grace (the slowest answer so far again, plus 200 us) lets its INFO show the
-  // duplicate, while a frozen server costs only the grace, not --timeout. Safety does not hang on
-  // the grace (the second answer from one process is marked Duplicate when it arrives and never
-  // counts); it makes the refusal reliable on an idle machine, and `doctor` waits for every answer.
+  // Two names of one endpoint are caught as soon as both are resolved, before either connects: a
+  // name still being resolved is waited for (lookups fail at --timeout like any connect; one from
+  // /etc/hosts takes microseconds), so a configuration that lists a server twice is refused every
+  // time, however busy the machine. A second address of a server that already answered reaches
+  // the same process, which answers both connections within an event-loop turn or two: a short
+  // grace (the slowest answer so far again, plus 200 us) lets its INFO show the duplicate, while a
+  // frozen server costs only the grace, not --timeout. Safety hangs on neither wait (a second
+  // answer from one process is marked Duplicate when it arrives and never counts, and a server
+  // not heard from has no vote to count twice); they make the refusal reliable, and `doctor`
+  // waits for every answer.
+  if (round.complete()) return;
+  network_.run_until([&] { return round.complete() || !network_.resolving(); }, round.started() + timeout_);
   if (round.complete()) return;
   Duration slowest{};
   for (const auto& r : round.results()) {

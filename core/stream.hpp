@@ -32,9 +32,11 @@ class Stream {
   virtual Status write(std::string_view data, std::size_t& written) = 0;
   // Why the last call returned Failed, in words.
   virtual const std::string& error() const = 0;
-  // The endpoint reached, once connect() returned Ok ("127.0.0.1:6379", "[::1]:6379", a unix
-  // socket's path; TLS adds the name verified); empty before. Two names of one server reach the
-  // same endpoint.
+  // The endpoint being reached ("127.0.0.1:6379", "[::1]:6379", a unix socket's path; TLS adds the
+  // name verified): known from the moment the TCP connect starts (after name resolution), and the
+  // address the server answers on once connected; it changes when an address fails and the next
+  // is tried. Empty while the name is still being resolved. Two names of one server reach the same
+  // endpoint.
   virtual const std::string& peer() const = 0;
 };
 

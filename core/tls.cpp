@@ -190,6 +190,9 @@ class TlsStream final : public Stream {
   Status connect() override {
     if (!ssl_) {
       auto st = plain_->connect();
+      // A TLS front (an SNI router, a managed service's shared address) sends each name elsewhere:
+      // the endpoint is the address and the name together.
+      if (!plain_->peer().empty()) peer_ = plain_->peer() + " as " + name_;
       if (st != Status::Ok) {
         if (st == Status::Failed) error_ = plain_->error();
         return st;
@@ -198,12 +201,7 @@ class TlsStream final : public Stream {
     }
     openssl().ERR_clear_error();
     int rc = openssl().SSL_connect(ssl_.get());
-    if (rc == 1) {
-      // A TLS front (an SNI router, a managed service's shared address) sends each name elsewhere:
-      // the endpoint is the address and the name together.
-      peer_ = plain_->peer() + " as " + name_;
-      return Status::Ok;
-    }
+    if (rc == 1) return Status::Ok;
     int err = openssl().SSL_get_error(ssl_.get(), rc);
     if (err == SSL_ERROR_WANT_READ) return Status::WantRead;
     if (err == SSL_ERROR_WANT_WRITE) return Status::WantWrite;
@@ -325,7 +323,7 @@ class TlsStream final : public Stream {
   bool heard_ = false;  // some application data came back: the server accepted us
   std::unique_ptr<SSL, SslFree> ssl_;
   std::string error_;
-  std::string peer_;  // set once the handshake is done
+  std::string peer_;  // set once the plain stream knows its endpoint
 };
 
 }  // namespace

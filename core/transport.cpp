@@ -95,6 +95,8 @@ class Transport::Connection {
   const std::string& run_id() const { return run_id_; }
   const std::string& peer() const { return peer_; }
   bool duplicate() const { return duplicate_; }
+  // Connecting, with the name not yet resolved to an address.
+  bool resolving() const { return stream_ && !connected_ && stream_->peer().empty(); }
   bool subscribed() const { return subscribed_; }
 
   void send(Request request, ResultCallback done, TimePoint now) {
@@ -198,6 +200,12 @@ class Transport::Connection {
     if (!stream_) return;
     if (!connected_) {
       auto st = stream_->connect();
+      // The endpoint is known before the connect finishes (and changes when the next address is
+      // tried): a second name of a configured server is caught even when that server never answers.
+      if (role_ == Role::Commands && stream_->peer() != peer_) {
+        peer_ = stream_->peer();
+        if (owner_.note_peer(index_)) return fail(Failure::Duplicate, duplicate_message_, now);
+      }
       want_write_ = st == Stream::Status::WantWrite;
       if (st == Stream::Status::WantRead || st == Stream::Status::WantWrite) return;
       if (st != Stream::Status::Ok) {
@@ -208,10 +216,6 @@ class Transport::Connection {
       }
       connected_ = true;
       want_write_ = false;
-      if (role_ == Role::Commands) {
-        peer_ = stream_->peer();
-        if (owner_.note_peer(index_)) return fail(Failure::Duplicate, duplicate_message_, now);
-      }
     }
     if (out_pos_ < out_.size()) {
       std::size_t written = 0;
@@ -457,7 +461,7 @@ class Transport::Connection {
   std::string in_;
   std::deque<Pending> pending_;
   std::string run_id_;
-  std::string peer_;  // the endpoint of the last connection
+  std::string peer_;  // the endpoint of the last connection (or the one being connected to)
   bool duplicate_ = false;
   std::string duplicate_message_;
   // Subscriber role only.
@@ -588,6 +592,10 @@ void Transport::set_wait_sigmask(const sigset_t* mask) {
   } else {
     wait_mask_.reset();
   }
+}
+
+bool Transport::resolving() const {
+  return std::any_of(commands_.begin(), commands_.end(), [](const auto& c) { return c->resolving(); });
 }
 
 const std::string& Transport::run_id(std::size_t server) const {

@@ -343,7 +343,7 @@ def duplicate_server(ctx):
     s = Summary(scenario="duplicate-server", binary=os.path.basename(env.binary), fault=env.fault, failures=[],
                 cycles=0, seconds=0)
     try:
-        a, b, c = env.servers[0], env.servers[1], env.servers[2]
+        a, b = env.servers[0], env.servers[1]
         specs = {"same address": "%s,%s,%s" % (a.address, b.address, a.address),
                  "same endpoint, other name": "%s,%s,localhost:%d" % (a.address, b.address, a.port),
                  "same address, other form": "%s,%s,redis://127.0.0.1:%d/0" % (a.address, b.address, a.port)}

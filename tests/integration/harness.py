@@ -491,6 +491,12 @@ class ClusterTest(unittest.TestCase):
     def rl(self, *args, **kw):
         return redlock(list(args), servers=kw.pop("servers", self.cluster), **kw)
 
+    def scratch_dir(self, prefix="redlock-it-"):
+        """A private temporary directory, removed when the test ends."""
+        path = tempfile.mkdtemp(prefix=prefix)
+        self.addCleanup(shutil.rmtree, path, ignore_errors=True)
+        return path
+
 
 def main():
     unittest.main(verbosity=2)

@@ -4,7 +4,6 @@ the exit codes, the JSON, the options and their REDLOCK_* variables."""
 import os
 import re
 import stat
-import tempfile
 import time
 
 from harness import ClusterTest, main, redlock
@@ -92,7 +91,7 @@ class Acquire(ClusterTest):
         self.assertEqual(other.code, 75)
 
     def test_token_file_is_private_from_the_first_byte(self):
-        d = tempfile.mkdtemp()
+        d = self.scratch_dir()
         path = os.path.join(d, "token")
         old = os.umask(0)
         try:

@@ -4,7 +4,7 @@ key that must not stay behind."""
 
 import time
 
-from harness import ClusterTest, Cluster, main, redlock
+from harness import ClusterTest, main, redlock
 
 CHECKS = ["reachable", "master", "distinct", "persistence", "clock", "uptime", "acl", "latency"]
 ALWAYS = ("--appendonly", "yes", "--appendfsync", "always")

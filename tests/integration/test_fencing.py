@@ -5,10 +5,9 @@ the late write of a holder paused past its TTL while accepting the next holder's
 import os
 import signal
 import subprocess
-import tempfile
 import time
 
-from harness import ROOT, ClusterTest, Server, main, redlock, spawn, wait_for, RespError
+from harness import ROOT, ClusterTest, Server, main, spawn, wait_for, RespError
 
 EXAMPLES = os.path.join(ROOT, "examples")
 
@@ -78,7 +77,7 @@ class Recipes(ClusterTest):
         super().setUp()
         with self.resource.client() as c:
             c.call("FLUSHALL")
-        self.tmp = tempfile.mkdtemp(prefix="redlock-fence-")
+        self.tmp = self.scratch_dir("redlock-fence-")
 
     def lua(self, fence, value):
         with open(os.path.join(EXAMPLES, "fenced-write.lua"), "rb") as f:

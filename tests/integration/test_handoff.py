@@ -5,8 +5,6 @@ most 2 commands per second."""
 
 import os
 import subprocess
-import tempfile
-import threading
 import time
 
 from harness import ClusterTest, main, spawn, wait_for
@@ -42,7 +40,7 @@ class Handoff(ClusterTest):
         self.assertEqual(self.cluster.servers[0].get("job"), waiter.stdout.read().strip())
 
     def test_run_hands_off_to_a_waiting_run_promptly(self):
-        tmp = tempfile.mkdtemp()
+        tmp = self.scratch_dir()
         end, start = os.path.join(tmp, "end"), os.path.join(tmp, "start")
         holder = spawn(["run", "job", "--", "sh", "-c", "sleep 0.5; date +%%s.%%N > %s" % end],
                        servers=self.cluster)
@@ -100,7 +98,7 @@ class Handoff(ClusterTest):
         self.assertLess(time.monotonic() - crashed, 1.0 + 0.2 + 0.2)
 
     def test_twenty_waiters_each_get_it_exactly_once_without_overlap(self):
-        tmp = tempfile.mkdtemp()
+        tmp = self.scratch_dir()
         log = os.path.join(tmp, "log")
         body = 'echo "enter $REDLOCK_FENCE $W" >> %s; sleep 0.02; echo "exit $REDLOCK_FENCE $W" >> %s' % (log, log)
         procs = [spawn(["run", "-w", "60s", "job", "--", "sh", "-c", body], servers=self.cluster,

@@ -8,7 +8,6 @@ import random
 import signal
 import stat
 import subprocess
-import tempfile
 import threading
 import time
 
@@ -18,7 +17,7 @@ from harness import ClusterTest, main, pid_alive, redlock, spawn, wait_for, redl
 class RunTest(ClusterTest):
     def setUp(self):
         super().setUp()
-        self.tmp = tempfile.mkdtemp(prefix="redlock-run-")
+        self.tmp = self.scratch_dir("redlock-run-")
 
     def path(self, name):
         return os.path.join(self.tmp, name)

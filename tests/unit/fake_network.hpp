@@ -32,6 +32,8 @@ class FakeNetwork final : public Network {
     bool frozen = false;
     bool down = false;
     bool duplicate = false;  // answers as the transport does for a second URL of one server
+    Duration lookup{};       // resolving the server's name delays its first requests this long
+    std::optional<TimePoint> resolving_since;
     std::string run_id;
     std::vector<Request> backlog;  // what a frozen server will run when it thaws
     std::map<std::string, Entry> data;
@@ -51,16 +53,29 @@ class FakeNetwork final : public Network {
   std::string describe(std::size_t i) const override { return "redis://fake:" + std::to_string(7000 + i); }
   void flush(TimePoint) override {}
 
+  bool resolving() const override {
+    return std::any_of(servers.begin(), servers.end(), [this](const Server& s) {
+      return s.resolving_since && now_ < *s.resolving_since + std::min(s.lookup, timeout_);
+    });
+  }
+
   void send(std::size_t i, Request request, ResultCallback done) override {
     Server& s = servers[i];
     TimePoint sent = now_;
     ++sent_;
+    if (!s.resolving_since) s.resolving_since = now_;
+    const TimePoint resolved = std::max(now_, *s.resolving_since + s.lookup);
+    if (s.lookup >= timeout_) {  // the connect, lookup included, times out
+      schedule(std::max(now_, *s.resolving_since + timeout_),
+               [done, sent, this] { done(failure(Failure::Timeout, "connect timed out after 100ms", sent)); });
+      return;
+    }
     if (s.duplicate) {
-      schedule(now_ + s.latency, [done, sent, this] { done(failure(Failure::Duplicate, "same server twice", sent)); });
+      schedule(std::max(resolved, now_ + s.latency), [done, sent, this] { done(failure(Failure::Duplicate, "same server twice", sent)); });
       return;
     }
     if (s.down) {
-      schedule(now_, [done, sent, this] { done(failure(Failure::Connect, "connect: Connection refused", sent)); });
+      schedule(resolved, [done, sent, this] { done(failure(Failure::Connect, "connect: Connection refused", sent)); });
       return;
     }
     if (s.frozen) {

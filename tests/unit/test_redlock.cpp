@@ -141,6 +141,26 @@ TEST_CASE("a server configured twice is a configuration error, after cleaning up
   CHECK(holders(net, "tok") == 0);
 }
 
+TEST_CASE("a second name of a server is refused even when its lookup ends after the quorum said yes") {
+  FakeNetwork net(3);
+  net.servers[2].duplicate = true;
+  net.servers[2].lookup = 30ms;  // a loaded resolver: long after 0 and 1 said yes (1 ms)
+  Redlock lock(net);
+  CHECK_THROWS_AS(lock.acquire(spec(), no_wait()), Error);
+  CHECK(holders(net, "tok") == 0);
+}
+
+TEST_CASE("a lookup that never ends costs at most --timeout, and the lock is taken") {
+  FakeNetwork net(3);
+  net.servers[2].lookup = 10s;  // a resolver that hangs: the connect fails at --timeout
+  Redlock lock(net);
+  const TimePoint start = net.now();
+  auto r = lock.acquire(spec(), no_wait());
+  CHECK(r.outcome == AcquireOutcome::Acquired);
+  CHECK(net.now() - start <= 100ms + 1ms);
+  CHECK(holders(net, "tok") == 2);
+}
+
 TEST_CASE("re-acquire with the same token resets the TTL") {
   FakeNetwork net(3);
   Redlock lock(net);

@@ -87,7 +87,7 @@ TEST_CASE("a server that never answers costs the timeout, no more") {
   CHECK(took < 150ms);
 }
 
-TEST_CASE("two names of one endpoint: the second is a duplicate once connected, before any answer") {
+TEST_CASE("two names of one endpoint: the second is a duplicate once its address is known, before any answer") {
   Listener silent;  // never answers, so no run_id could tell
   const std::string port = std::to_string(silent.port);
   Transport t({parse_server_url("127.0.0.1:" + port), parse_server_url("localhost:" + port)}, fast());
