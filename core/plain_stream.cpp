@@ -186,15 +186,10 @@ class PlainStream final : public Stream {
     }
     // No error is also what a connect still in progress reports (when asked before the socket
     // became writable, say by a request queued meanwhile): only a peer address means connected.
-    // It is the address the server answers on: for a unix socket, the path the server bound,
-    // whichever link to it was configured.
-    sockaddr_storage peer{};
-    socklen_t peer_len = sizeof peer;
-    if (getpeername(socket_.get(), reinterpret_cast<sockaddr*>(&peer), &peer_len) != 0) {
+    if (!read_peer()) {
       if (errno == ENOTCONN) return Status::WantWrite;
       return fail(errno_text("getpeername", errno));
     }
-    peer_ = endpoint_text(peer, peer_len);
     connected_ = true;
     return Status::Ok;
   }
@@ -244,6 +239,16 @@ class PlainStream final : public Stream {
     return Status::Failed;
   }
 
+  // The address the server answers on (for a unix socket, the path the server bound, whichever
+  // link to it was configured) becomes the endpoint; false with errno set when not connected.
+  bool read_peer() {
+    sockaddr_storage peer{};
+    socklen_t peer_len = sizeof peer;
+    if (getpeername(socket_.get(), reinterpret_cast<sockaddr*>(&peer), &peer_len) != 0) return false;
+    peer_ = endpoint_text(peer, peer_len);
+    return true;
+  }
+
   // Starts connecting to the next address; an address that refuses at once makes way for the next.
   Status try_next_address() {
     while (next_address_ < addresses_.size()) {
@@ -253,6 +258,10 @@ class PlainStream final : public Stream {
       if (a.family != AF_UNIX) {
         int one = 1;
         setsockopt(socket_.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        // A lock's connection is a thin stream (a few small requests in flight): with linear
+        // retransmission timeouts it is back within one RTO of a healed network fault, not after
+        // an exponential backoff of seconds, during which its requests could only time out.
+        setsockopt(socket_.get(), IPPROTO_TCP, TCP_THIN_LINEAR_TIMEOUTS, &one, sizeof one);
       }
       peer_ = endpoint_text(a.storage, a.length);
       int rc;
@@ -260,6 +269,7 @@ class PlainStream final : public Stream {
         rc = ::connect(socket_.get(), reinterpret_cast<const sockaddr*>(&a.storage), a.length);
       } while (rc != 0 && errno == EINTR);
       if (rc == 0) {
+        read_peer();  // else the address connected to stays the endpoint
         connected_ = true;
         return Status::Ok;
       }
