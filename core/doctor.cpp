@@ -243,7 +243,7 @@ std::vector<Request> probe_requests(const LockKeys& keys, const std::string& tok
   // itself after a NOSCRIPT and for cleanups, so EVAL must be allowed as well as EVALSHA.
   r[kFence] = Request::eval(kFenceScript, {keys.fence}, {"0"});
   r[kFence].with_body = true;
-  r[kRelease] = Request::eval(kReleaseScript, {keys.lock, keys.owner}, {token, keys.channel, "0"});
+  r[kRelease] = Request::eval(kReleaseScript, {keys.lock, keys.owner}, {token, keys.channel, "0", "released"});
   // The fencing counter outlives a release by design (fences never go back); this key is thrown
   // away, so its counter goes too, if taking the lock made one.
   r[kCleanup] = Request::command({"DEL", keys.fence});

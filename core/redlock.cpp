@@ -133,9 +133,8 @@ std::string count_text(std::size_t n, std::size_t of) {
   return std::to_string(n) + " of " + std::to_string(of);
 }
 
-// "3 of 5 servers failed (first: redis://h:1: connect: Connection refused); 3 must answer".
-std::string no_quorum_message(const Network& network, const Tally& tally,
-                              const std::vector<std::optional<Result>>& results) {
+// "3 of 5 servers failed (first: redis://h:1: connect: Connection refused)".
+std::string failed_text(const Network& network, const Tally& tally, const std::vector<std::optional<Result>>& results) {
   std::string first;
   for (std::size_t i = 0; i < results.size(); ++i) {
     if (results[i] && !results[i]->ok()) {
@@ -143,8 +142,23 @@ std::string no_quorum_message(const Network& network, const Tally& tally,
       break;
     }
   }
-  return count_text(tally.failed, tally.total) + " servers failed" + (first.empty() ? "" : " (first: " + first + ")") +
-         "; " + std::to_string(tally.needed()) + " must answer";
+  return count_text(tally.failed, tally.total) + " servers failed" + (first.empty() ? "" : " (first: " + first + ")");
+}
+
+// "3 of 5 servers failed (first: redis://h:1: connect: Connection refused); 3 must answer".
+std::string no_quorum_message(const Network& network, const Tally& tally,
+                              const std::vector<std::optional<Result>>& results) {
+  return failed_text(network, tally, results) + "; " + std::to_string(tally.needed()) + " must answer";
+}
+
+// "not held with this token (deleted on 2 of 5 servers; 2 of 5 servers failed (first: …))": the
+// servers that failed are named, since they, not the token, may be why there was no quorum.
+std::string not_held_message(const Network& network, const Tally& tally,
+                             const std::vector<std::optional<Result>>& results, const std::string& done,
+                             std::size_t done_on) {
+  std::string text = "not held with this token (" + done + " on " + count_text(done_on, tally.total) + " servers";
+  if (tally.failed > 0) text += "; " + failed_text(network, tally, results);
+  return text + ")";
 }
 
 // Whether a request that failed this way may still have run (or may yet run) on the server.
@@ -379,7 +393,7 @@ void Redlock::release_taken(const LockSpec& spec, const std::vector<bool>& holds
   // acquire, so a late SET is undone in order. Only those known to hold are waited for.
   Round round(network_, may_hold, [&](std::size_t i) {
     Request r = Request::eval(kReleaseScript, {spec.keys.lock, spec.keys.owner},
-                              {spec.token, spec.keys.channel, faults::enabled("release-any") ? "1" : "0"});
+                              {spec.token, spec.keys.channel, faults::enabled("release-any") ? "1" : "0", "retracted"});
     // A server that has not answered may run it much later, whatever its script cache holds then.
     r.with_body = !holds[i];
     return r;
@@ -405,8 +419,10 @@ AcquireResult Redlock::acquire(const LockSpec& spec, const WaitOptions& wait) {
     bool settled = false;  // the first subscription round is over
     TimePoint begin;       // when this waiter began to wait: older waiters go first
     TimePoint next = kNever;
-    // A release announced while an attempt was out: the plan after that attempt must not forget it.
+    // A release (or a retraction) announced while an attempt was out: the plan after that attempt
+    // must not forget it.
     std::optional<std::size_t> released_waiters;
+    bool retracted = false;
     std::unique_ptr<WaitPlan> plan;
   };
   auto wake = std::make_shared<Wake>();
@@ -423,6 +439,7 @@ AcquireResult Redlock::acquire(const LockSpec& spec, const WaitOptions& wait) {
   };
   for (int attempts = 1;; ++attempts) {
     wake->released_waiters.reset();
+    wake->retracted = false;
     AcquireResult res = attempt(spec);
     res.attempts = attempts;
     TimePoint now = network_.now();
@@ -457,6 +474,9 @@ AcquireResult Redlock::acquire(const LockSpec& spec, const WaitOptions& wait) {
           std::from_chars(digits.data(), digits.data() + digits.size(), waiters);
           wake->released_waiters = waiters;
           wake->next = wake->plan->on_released(t, wake->next, waiters, t - wake->begin);
+        } else if (message.rfind("retracted", 0) == 0) {
+          wake->retracted = true;
+          wake->next = wake->plan->on_retracted(t, wake->next);
         } else if (message == "acquired") {
           wake->released_waiters.reset();
           wake->next = wake->plan->on_acquired(t, ttl, subscribed);
@@ -475,6 +495,7 @@ AcquireResult Redlock::acquire(const LockSpec& spec, const WaitOptions& wait) {
     bool split_vote = res.tally.yes > 0;
     TimePoint next = wake->plan->after_attempt(now, split_vote, res.holder_free_in, subscribed);
     if (wake->released_waiters) next = wake->plan->on_released(now, next, *wake->released_waiters, now - begin);
+    if (wake->retracted) next = wake->plan->on_retracted(now, next);
     wake->next = std::min(next, wait.deadline);
     // Sleep until the plan's time; a wake-up message moves the plan, so wait again for the new one.
     while (!interrupted() && network_.now() < wake->next) {
@@ -524,7 +545,7 @@ ExtendResult ExtendRound::result() const {
   } else if (res.no_quorum) {
     res.message = no_quorum_message(network_, res.tally, round_.results());
   } else {
-    res.message = "not held with this token (extended on " + count_text(res.tally.yes, res.tally.total) + " servers)";
+    res.message = not_held_message(network_, res.tally, round_.results(), "extended", res.tally.yes);
   }
   return res;
 }
@@ -540,7 +561,7 @@ ExtendResult Redlock::extend(const LockKeys& keys, const std::string& token, Dur
 ReleaseResult Redlock::release(const LockKeys& keys, const std::string& token, bool force) {
   Round round(network_, [&](std::size_t) {
     bool any = force || faults::enabled("release-any");
-    return Request::eval(kReleaseScript, {keys.lock, keys.owner}, {token, keys.channel, any ? "1" : "0"});
+    return Request::eval(kReleaseScript, {keys.lock, keys.owner}, {token, keys.channel, any ? "1" : "0", "released"});
   });
   // A forced release succeeds wherever the server answered; otherwise where the token was deleted.
   auto classify = [force](const Result& r) {
@@ -569,7 +590,7 @@ ReleaseResult Redlock::release(const LockKeys& keys, const std::string& token, b
   if (res.no_quorum) {
     res.message = no_quorum_message(network_, res.tally, round.results());
   } else if (!res.released) {
-    res.message = "not held with this token (deleted on " + count_text(res.deleted, res.tally.total) + " servers)";
+    res.message = not_held_message(network_, res.tally, round.results(), "deleted", res.deleted);
   }
   return res;
 }

@@ -36,9 +36,14 @@ TimePoint WaitPlan::on_released(TimePoint now, TimePoint planned, std::size_t wa
   // Several servers announce the same release: the first announcement set the plan.
   if (planned <= now + window) return planned;
   if (window == Duration::zero()) return now;
-  // Ageing: after a second of waiting the window halves, after three it is a quarter, …
+  // Ageing: after a second of waiting the draw is from the first half of the window, and no
+  // narrower, however long the wait: waiters who all waited long must not all go at once.
   double age = std::chrono::duration<double>(waited).count();
-  return now + jittered(window, 0.0, 1.0 / (1.0 + age));
+  return now + jittered(window, 0.0, std::max(0.5, 1.0 / (1.0 + age)));
+}
+
+TimePoint WaitPlan::on_retracted(TimePoint now, TimePoint planned) {
+  return std::min(planned, now + jittered(retry_delay_, 0.5, 1.5));
 }
 
 TimePoint WaitPlan::on_acquired(TimePoint now, Duration ttl_guess, bool subscribed) {

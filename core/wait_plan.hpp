@@ -6,7 +6,11 @@
 //  - a split vote (some votes but no quorum): back off by a jittered retry delay;
 //  - on an announced release, the waiters spread their attempts over one round trip each, so that
 //    one goes first and the others see "acquired" and go back to sleep instead of stampeding; the
-//    longer a waiter has waited, the earlier in that window it draws, so the oldest tend to win.
+//    longer a waiter has waited, the earlier in that window it tends to draw, so the oldest tend
+//    to win (but waiters of one age never bunch up: they spread over at least half the window);
+//  - an attempt without a quorum gives back what it took and announces a retraction: a split
+//    vote, whose contenders retry after a jittered retry delay; the others do the same instead of
+//    jumping in at once, or every retraction would set off the next split.
 #pragma once
 
 #include <cstddef>
@@ -30,6 +34,8 @@ class WaitPlan {
   // A release was announced; WAITERS is how many are subscribed (ourselves included). A waiter
   // that has WAITED longer draws from a shorter window, so that nobody is passed over for long.
   TimePoint on_released(TimePoint now, TimePoint planned, std::size_t waiters, Duration waited);
+  // Another attempt gave back what it took (it had no quorum): try after a jittered retry delay.
+  TimePoint on_retracted(TimePoint now, TimePoint planned);
   // Another waiter took the lock: back to sleep until its lock could expire if it never
   // announces a release (TTL_GUESS: ours, as holders of one name mostly share it), or the slow
   // schedule, whichever comes first.

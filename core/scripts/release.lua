@@ -1,6 +1,7 @@
 -- Deletes KEYS[1] when it holds token ARGV[1], or whatever it holds when ARGV[3] is '1' (--force),
 -- together with its owner record KEYS[2], and wakes the waiters on channel ARGV[2] ('' for none),
--- telling them how many they are. Returns the number of lock keys deleted (0 or 1).
+-- telling them how many they are: ARGV[4] is 'released' (a holder let go) or 'retracted' (an
+-- attempt without a quorum gave back what it took). Returns the number of lock keys deleted (0 or 1).
 local deleted = 0
 if ARGV[3] == '1' then
   deleted = redis.call('DEL', KEYS[1])
@@ -11,7 +12,7 @@ if deleted == 1 then
   redis.call('DEL', KEYS[2])
   if ARGV[2] ~= '' then
     local waiting = redis.call('PUBSUB', 'NUMSUB', ARGV[2])[2]
-    redis.call('PUBLISH', ARGV[2], 'released ' .. waiting)
+    redis.call('PUBLISH', ARGV[2], ARGV[4] .. ' ' .. waiting)
   end
 end
 return deleted

@@ -39,6 +39,7 @@ class FakeNetwork final : public Network {
     std::map<std::string, Entry> data;
     std::vector<std::string> log;  // script names (or command names), in arrival order
     std::size_t publishes = 0;
+    std::vector<std::string> announced;  // what was published, in order
   };
 
   explicit FakeNetwork(std::size_t n, Duration timeout = std::chrono::milliseconds(100)) : timeout_(timeout) {
@@ -208,6 +209,7 @@ class FakeNetwork final : public Network {
 
   void publish(std::size_t i, const std::string& message) {
     ++servers[i].publishes;
+    servers[i].announced.push_back(message);
     if (!on_message_ || subscribed_ == 0) return;
     schedule(now_ + servers[i].latency / 2, [this, i, message] {
       if (on_message_) on_message_(i, message);
@@ -244,14 +246,14 @@ class FakeNetwork final : public Network {
         r.reply = arr({Reply::number(0), Reply::number(0), Reply::number(pttl(i, lock)), Reply::status(e->type)});
       }
     } else if (name == "release") {
-      const std::string &lock = a[1], &owner = a[2], &token = a[3], &channel = a[4], &force = a[5];
+      const std::string &lock = a[1], &owner = a[2], &token = a[3], &channel = a[4], &force = a[5], &word = a[6];
       Entry* e = find(i, lock);
       int deleted = 0;
       if (e && (force == "1" || (e->type == "string" && e->value == token))) {
         s.data.erase(lock);
         s.data.erase(owner);
         deleted = 1;
-        if (!channel.empty()) publish(i, "released " + std::to_string(subscribed_ ? 1 : 0));
+        if (!channel.empty()) publish(i, word + " " + std::to_string(subscribed_ ? 1 : 0));
       }
       r.reply = Reply::number(deleted);
     } else if (name == "extend") {

@@ -95,6 +95,9 @@ TEST_CASE("busy: another holder on a quorum; our partial votes are released on e
   // Only the servers that took it are released; the busy ones cannot hold our token.
   for (std::size_t i : Ids{0, 1, 2}) CHECK(net.servers[i].log == std::vector<std::string>{"acquire"});
   for (std::size_t i : Ids{3, 4}) CHECK(net.servers[i].log == std::vector<std::string>{"acquire", "release"});
+  // What we gave back is announced as a retraction, not a holder's release: waiters do not all
+  // jump in at once (they would split the vote again).
+  for (std::size_t i : Ids{3, 4}) CHECK(net.servers[i].announced == std::vector<std::string>{"acquired", "retracted 0"});
   REQUIRE(r.holder_free_in);
   CHECK(*r.holder_free_in <= 3s);
   CHECK(*r.holder_free_in >= 3s - 2ms);
@@ -372,6 +375,27 @@ TEST_CASE("release: compare-and-delete, --force, and not held") {
   auto again = lock.release(spec().keys, "", true);
   CHECK(again.released);  // free already: the operator's intent holds
   CHECK(again.deleted == 0);
+}
+
+TEST_CASE("release and extend short of a quorum name the servers that failed, not only the token") {
+  FakeNetwork net(5);
+  Redlock lock(net);
+  for (std::size_t i : Ids{0, 1}) net.set(i, "job", "tok", 30s);
+  net.set(2, "job", "other", 30s);
+  for (std::size_t i : Ids{3, 4}) net.servers[i].down = true;
+  auto e = lock.extend(spec().keys, "tok", 5s, 0.01);
+  CHECK_FALSE(e.extended);
+  CHECK(e.message ==
+        "not held with this token (extended on 2 of 5 servers; 2 of 5 servers failed (first: redis://fake:7003: "
+        "connect: Connection refused))");
+  auto r = lock.release(spec().keys, "tok", false);
+  CHECK_FALSE(r.released);
+  CHECK_FALSE(r.no_quorum);
+  CHECK(r.message ==
+        "not held with this token (deleted on 2 of 5 servers; 2 of 5 servers failed (first: redis://fake:7003: "
+        "connect: Connection refused))");
+  for (std::size_t i : Ids{3, 4}) net.servers[i].down = false;
+  CHECK(lock.release(spec().keys, "nope", false).message == "not held with this token (deleted on 0 of 5 servers)");
 }
 
 TEST_CASE("status: held, free, partial and foreign") {

@@ -61,13 +61,35 @@ TEST_CASE("an announced release: one waiter goes at once, many spread over a rou
   CHECK(plan.on_released(t0, planned, 11, 0s) == planned);
 }
 
-TEST_CASE("waiters that have waited longer draw earlier in the window") {
+TEST_CASE("waiters that have waited longer draw earlier in the window, but never all at once") {
   WaitPlan plan(200ms, 7);
   plan.observe_round_trip(1ms);  // slot = 2ms, 11 waiters: a 20ms window
-  for (int i = 0; i < 100; ++i) {
-    CHECK(plan.on_released(t0, t0 + 4s, 11, 3s) <= t0 + 5ms);   // a quarter of the window
-    CHECK(plan.on_released(t0, t0 + 4s, 11, 19s) <= t0 + 1ms);  // a twentieth
+  Duration fresh{}, old{};
+  TimePoint first = kNever, last{};
+  for (int i = 0; i < 1000; ++i) {
+    fresh += plan.on_released(t0, t0 + 4s, 11, 0s) - t0;
+    TimePoint next = plan.on_released(t0, t0 + 4s, 11, 19s);
+    CHECK(next <= t0 + 10ms);  // the first half of the window
+    old += next - t0;
+    first = std::min(first, next);
+    last = std::max(last, next);
   }
+  CHECK(old * 3 < fresh * 2);  // the old draw earlier on average (1/4 of the window against 1/2)
+  CHECK(last - first >= 9ms);  // waiters who all waited long still spread over half the window
+}
+
+TEST_CASE("a retraction (a split vote given back): retry after a jittered retry delay, not at once") {
+  WaitPlan plan(100ms, 8);
+  TimePoint first = kNever, last{};
+  for (int i = 0; i < 200; ++i) {
+    TimePoint next = plan.on_retracted(t0, t0 + 4s);
+    CHECK(next >= t0 + 50ms);
+    CHECK(next <= t0 + 150ms);
+    first = std::min(first, next);
+    last = std::max(last, next);
+  }
+  CHECK(last - first >= 80ms);
+  CHECK(plan.on_retracted(t0, t0 + 10ms) == t0 + 10ms);  // an earlier plan stands
 }
 
 TEST_CASE("someone else took it: sleep until its lock could expire, or the slow schedule") {
