@@ -240,12 +240,15 @@ class PlainStream final : public Stream {
   }
 
   // The address the server answers on (for a unix socket, the path the server bound, whichever
-  // link to it was configured) becomes the endpoint; false with errno set when not connected.
+  // link to it was configured) becomes the endpoint; false with errno set when not connected. A
+  // server that bound a relative path (or an abstract name) says nothing that tells it apart from
+  // another server in another directory: the path connected to stays the endpoint then.
   bool read_peer() {
     sockaddr_storage peer{};
     socklen_t peer_len = sizeof peer;
     if (getpeername(socket_.get(), reinterpret_cast<sockaddr*>(&peer), &peer_len) != 0) return false;
-    peer_ = endpoint_text(peer, peer_len);
+    std::string text = endpoint_text(peer, peer_len);
+    if (peer.ss_family != AF_UNIX || text.rfind('/', 0) == 0) peer_ = std::move(text);
     return true;
   }
 

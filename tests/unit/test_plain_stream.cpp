@@ -81,3 +81,26 @@ TEST_CASE("a unix socket reached through a link: the endpoint is the path the se
   unlink(path.c_str());
   rmdir(dir);
 }
+
+TEST_CASE("a unix socket bound by a relative path: the path connected to stays the endpoint") {
+  char dir[] = "/tmp/redlock-unit-XXXXXX";
+  REQUIRE(mkdtemp(dir) != nullptr);
+  // Two servers in two directories may both bind "redis.sock": that name tells nothing apart.
+  const std::string path = std::string(dir) + "/redis.sock";
+  Fd server(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_un a{};
+  a.sun_family = AF_UNIX;
+  std::strncpy(a.sun_path, "redis.sock", sizeof a.sun_path - 1);
+  char old_cwd[4096];
+  REQUIRE(getcwd(old_cwd, sizeof old_cwd) != nullptr);
+  REQUIRE(chdir(dir) == 0);
+  int rc = bind(server.get(), reinterpret_cast<sockaddr*>(&a), sizeof a);
+  REQUIRE(chdir(old_cwd) == 0);
+  REQUIRE(rc == 0);
+  REQUIRE(listen(server.get(), 4) == 0);
+  auto s = open_plain_stream(parse_server_url("unix://" + path));
+  CHECK(connect_fully(*s) == Stream::Status::Ok);
+  CHECK(s->peer() == path);
+  unlink(path.c_str());
+  rmdir(dir);
+}
