@@ -184,9 +184,11 @@ class Worker(threading.Thread):
             return proc.returncode, out
         except subprocess.TimeoutExpired:
             # Bounded: a redlock that outlives its wait, TTL and hold by far is a finding, not a hang.
+            # What it was doing goes into the history before it is killed.
+            seen = process_tree(proc.pid)
             proc.kill()
             out, _ = proc.communicate(timeout=10)
-            self.record(ev="hung", n=self.cycle, budget_s=budget_s)
+            self.record(ev="hung", n=self.cycle, budget_s=budget_s, processes=seen)
             return "hung", out
 
     def wait_args(self):
@@ -449,6 +451,26 @@ class Env:
             sys.stderr.write("fault: history kept in %s\n" % self.workdir)
         else:
             shutil.rmtree(self.workdir, ignore_errors=True)
+
+
+def process_tree(pid):
+    """PID and its descendants as seen in /proc: state, kernel wait channel, command line."""
+    def read(path):
+        try:
+            with open(path, "rb") as f:
+                return f.read().decode(errors="replace")
+        except OSError:
+            return ""
+    out, todo = [], [pid]
+    while todo and len(out) < 32:
+        p = todo.pop()
+        stat = read("/proc/%d/stat" % p)
+        state = stat[stat.rfind(")") + 2:].split(" ", 1)[0] if stat else "gone"
+        out.append({"pid": p, "state": state, "wchan": read("/proc/%d/wchan" % p),
+                    "cmdline": read("/proc/%d/cmdline" % p).replace("\0", " ").strip()})
+        for tid in os.listdir("/proc/%d/task" % p) if os.path.isdir("/proc/%d/task" % p) else []:
+            todo.extend(int(c) for c in read("/proc/%d/task/%s/children" % (p, tid)).split())
+    return out
 
 
 def ms(ns):
