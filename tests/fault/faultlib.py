@@ -468,8 +468,8 @@ def process_tree(pid):
         state = stat[stat.rfind(")") + 2:].split(" ", 1)[0] if stat else "gone"
         out.append({"pid": p, "state": state, "wchan": read("/proc/%d/wchan" % p),
                     "cmdline": read("/proc/%d/cmdline" % p).replace("\0", " ").strip()})
-        for tid in os.listdir("/proc/%d/task" % p) if os.path.isdir("/proc/%d/task" % p) else []:
-            todo.extend(int(c) for c in read("/proc/%d/task/%s/children" % (p, tid)).split())
+        for children in glob.glob("/proc/%d/task/*/children" % p):  # gone by now: none
+            todo.extend(int(c) for c in read(children).split())
     return out
 
 

@@ -26,6 +26,30 @@ def total_commands(cluster):
 
 
 class Handoff(ClusterTest):
+    def test_an_attempt_without_a_quorum_announces_a_retraction_not_a_release(self):
+        # Another holder on 3 of 5: our attempt takes the other 2, is busy, and gives them back.
+        for s in self.cluster.servers[:3]:
+            with s.client() as c:
+                c.call("SET", "job", "theirs", "PX", 30000)
+        heard = []
+        for s in self.cluster.servers:
+            c = s.client()
+            self.addCleanup(c.close)
+            c.call("SUBSCRIBE", "{job}:redlock:wake")
+            heard.append(c)
+        r = self.rl("acquire", "-n", "job")
+        self.assertEqual(r.code, 75, r)
+        for c in heard[3:]:
+            self.assertEqual(c.read(), [b"message", b"{job}:redlock:wake", b"acquired"])
+            self.assertEqual(c.read(), [b"message", b"{job}:redlock:wake", b"retracted 1"])
+        self.assertEqual([s.get("job") for s in self.cluster.servers], [b"theirs"] * 3 + [None] * 2)
+        # A holder's release is announced as one.
+        token = self.rl("acquire", "job", servers=",".join(s.address for s in self.cluster.servers[3:])).stdout.strip()
+        self.rl("release", "--token", token, "job", servers=",".join(s.address for s in self.cluster.servers[3:]))
+        for c in heard[3:]:
+            self.assertEqual(c.read(), [b"message", b"{job}:redlock:wake", b"acquired"])
+            self.assertEqual(c.read(), [b"message", b"{job}:redlock:wake", b"released 1"])
+
     def test_a_release_wakes_the_waiter_without_waiting_out_its_retry_delay(self):
         token = self.rl("acquire", "job").stdout.strip()
         waiter = spawn(["acquire", "-w", "20s", "--retry-delay", "5s", "job"], servers=self.cluster,
