@@ -33,8 +33,8 @@ class SignalCatcher {
   // Whether any signal is waiting to be taken.
   bool any() const;
 
-  // In a freshly forked child, before exec: the dispositions and mask as they were before us.
-  // Async-signal-safe.
+  // In the child, before exec: the dispositions and mask as they were before us. System calls only
+  // (the child shares our memory until it execs).
   void restore_in_child() const;
 
  private:

@@ -1,7 +1,8 @@
 #include "supervisor.hpp"
 
 #include <dirent.h>
-#include <fcntl.h>
+#include <sched.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -69,6 +70,37 @@ std::vector<pid_t> descendants_in_group(pid_t pgid, pid_t root) {
   return out;
 }
 
+// What the child of Child::Child needs; it shares our memory until it execs.
+struct Launch {
+  bool own_group;
+  const SignalCatcher* signals;
+  const std::vector<std::string>* candidates;
+  char** argv;
+  char** envp;
+  pid_t parent;
+  int exec_errno;  // written by the child when no exec succeeded
+};
+
+// Runs in the child on its own stack, sharing our memory: system calls only, no allocation.
+int launch_child(void* arg) {
+  auto* launch = static_cast<Launch*>(arg);
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != launch->parent) _exit(127);  // the parent died before prctl took effect
+  if (launch->own_group) setpgid(0, 0);
+  launch->signals->restore_in_child();
+  int err = ENOENT;
+  for (const auto& c : *launch->candidates) {
+    execve(c.c_str(), launch->argv, launch->envp);
+    // Keep looking on "not there"; any other failure of a found file is the answer.
+    if (errno != ENOENT && errno != ENOTDIR) {
+      err = errno;
+      if (errno != EACCES) break;
+    }
+  }
+  launch->exec_errno = err;
+  _exit(err == ENOENT ? 127 : 126);
+}
+
 }  // namespace
 
 int parse_signal(const std::string& text, const char* what) {
@@ -92,7 +124,7 @@ std::string signal_name(int sig) {
 }
 
 Child::Child(const ChildSpec& spec, const SignalCatcher& signals) : own_group_(spec.own_group) {
-  // Everything the child needs is prepared before fork: after it, only async-signal-safe calls.
+  // Everything the child needs is prepared before clone: after it, only system calls.
   std::vector<std::string> env_strings;
   std::set<std::string> drop(spec.unset_env.begin(), spec.unset_env.end());
   for (const auto& [k, v] : spec.set_env) drop.insert(k);
@@ -126,44 +158,20 @@ Child::Child(const ChildSpec& spec, const SignalCatcher& signals) : own_group_(s
     }
   }
 
-  int report[2];
-  if (pipe2(report, O_CLOEXEC) != 0) throw Error(ErrorKind::Internal, std::string("pipe: ") + std::strerror(errno));
-  pid_t parent = getpid();
-  pid_ = fork();
-  if (pid_ < 0) {
-    int err = errno;
-    ::close(report[0]);
-    ::close(report[1]);
-    throw Error(ErrorKind::Internal, std::string("fork: ") + std::strerror(err));
-  }
-  if (pid_ == 0) {
-    ::close(report[0]);
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != parent) _exit(127);  // the parent died before prctl took effect
-    if (spec.own_group) setpgid(0, 0);
-    signals.restore_in_child();
-    int err = ENOENT;
-    for (const auto& c : candidates) {
-      execve(c.c_str(), argv.data(), envp.data());
-      // Keep looking on "not there"; any other failure of a found file is the answer.
-      if (errno != ENOENT && errno != ENOTDIR) {
-        err = errno;
-        if (errno != EACCES) break;
-      }
-    }
-    [[maybe_unused]] auto n = ::write(report[1], &err, sizeof err);
-    _exit(err == ENOENT ? 127 : 126);
-  }
-  ::close(report[1]);
+  Launch launch{spec.own_group, &signals, &candidates, argv.data(), envp.data(), getpid(), 0};
+  // clone(CLONE_VM | CLONE_VFORK), as posix_spawn does it: no page tables copied, and we resume
+  // only once the child has exec'd or given up, with its errno in LAUNCH. posix_spawn itself
+  // cannot set PR_SET_PDEATHSIG.
+  constexpr std::size_t kStackSize = 64 * 1024;
+  void* stack = mmap(nullptr, kStackSize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+  if (stack == MAP_FAILED) throw Error(ErrorKind::Internal, std::string("mmap: ") + std::strerror(errno));
+  pid_ = clone(launch_child, static_cast<char*>(stack) + kStackSize, CLONE_VM | CLONE_VFORK | SIGCHLD, &launch);
+  int clone_errno = errno;
+  munmap(stack, kStackSize);
+  if (pid_ < 0) throw Error(ErrorKind::Internal, std::string("clone: ") + std::strerror(clone_errno));
   if (spec.own_group) setpgid(pid_, pid_);  // also here: no race with an early signal_group()
-  int err = 0;
-  ssize_t n;
-  do {
-    n = ::read(report[0], &err, sizeof err);
-  } while (n < 0 && errno == EINTR);
-  ::close(report[0]);
-  if (n == static_cast<ssize_t>(sizeof err)) {
-    exec_errno_ = err;
+  if (launch.exec_errno != 0) {
+    exec_errno_ = launch.exec_errno;
     int status = 0;
     while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
     }

@@ -206,10 +206,12 @@ class Worker(threading.Thread):
 
     def cycle_run(self, n):
         hold = self.pick_hold()
-        try:
-            os.unlink(self.report_path)
-        except OSError:
-            pass
+        # Last cycle's report, and its marker when its holder was killed inside.
+        for stale in (self.report_path, self.marker):
+            try:
+                os.unlink(stale)
+            except OSError:
+                pass
         argv = self.wrapper + [self.binary, "--timeout", self.timeout, "run", NAME, "--ttl", self.ttl] + self.wait_args() + \
             ["--report", self.report_path] + self.run_args + ["--"] + self.child_argv()
         self.record(ev="attempt", n=n, hold_ms=hold)
@@ -341,7 +343,10 @@ class Env:
                 if among is not None and w not in among:
                     continue
                 worker = self.workers[w]
-                if since is not None and not (worker.cycle == n and worker.cycle_started >= since):
+                # A marker left by a holder that was killed is not someone inside.
+                if worker.cycle != n or not pid_alive(pid):
+                    continue
+                if since is not None and worker.cycle_started < since:
                     continue
                 return w, pid, pgid, n
             time.sleep(0.01)

@@ -308,6 +308,23 @@ class Child(RunTest):
         with open(out) as f:
             self.assertNotIn("pw-not-for-children", f.read())
 
+    def test_the_child_starts_unblocked_in_a_group_of_its_own_with_the_callers_ignores(self):
+        # cat is the child itself (exec'd, no shell between): its own /proc entries tell.
+        for ignore_hup in (False, True):
+            pre = (lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN)) if ignore_hup else None
+            e = dict(os.environ, REDLOCK_SERVERS=self.cluster.spec)
+            p = subprocess.run([redlock_binary(), "run", "job", "--", "cat", "/proc/self/status", "/proc/self/stat"],
+                               env=e, capture_output=True, timeout=30, preexec_fn=pre, stdin=subprocess.DEVNULL)
+            self.assertEqual(p.returncode, 0, p)
+            text = p.stdout.decode()
+            fields = dict(line.split(":\t", 1) for line in text.splitlines() if ":\t" in line)
+            self.assertEqual(int(fields["SigBlk"], 16), 0, text)
+            hup_ignored = bool(int(fields["SigIgn"], 16) & (1 << (signal.SIGHUP - 1)))
+            self.assertEqual(hup_ignored, ignore_hup, text)
+            stat_fields = text.splitlines()[-1].rsplit(")", 1)[1].split()
+            pid, pgid = int(fields["Pid"]), int(stat_fields[2])
+            self.assertEqual(pgid, pid, text)
+
     def test_stdin_stdout_stderr_are_the_childs(self):
         r = redlock(["run", "job", "--", "sh", "-c", "cat; echo to-stderr >&2"], servers=self.cluster,
                     input=b"line one\nline two\n")
