@@ -418,6 +418,7 @@ AcquireResult Redlock::acquire(const LockSpec& spec, const WaitOptions& wait) {
     bool active = true;
     bool settled = false;  // the first subscription round is over
     TimePoint begin;       // when this waiter began to wait: older waiters go first
+    TimePoint deadline;    // the wait's end: no plan goes past it
     TimePoint next = kNever;
     // A release (or a retraction) announced while an attempt was out: the plan after that attempt
     // must not forget it.
@@ -427,6 +428,7 @@ AcquireResult Redlock::acquire(const LockSpec& spec, const WaitOptions& wait) {
   };
   auto wake = std::make_shared<Wake>();
   wake->begin = begin;
+  wake->deadline = wait.deadline;
   wake->plan = std::make_unique<WaitPlan>(wait.retry_delay, seed_++);
   bool subscribing = false;
   auto interrupted = [&] { return wait.interrupted && wait.interrupted(); };
@@ -468,22 +470,26 @@ AcquireResult Redlock::acquire(const LockSpec& spec, const WaitOptions& wait) {
         if (!wake->active) return;
         TimePoint t = network_.now();
         bool subscribed = network_.subscribed() >= network_.size() - quorum_size(network_.size()) + 1;
+        TimePoint next = wake->next;
         if (message.rfind("released", 0) == 0) {
           std::size_t waiters = 1;
           auto digits = message.substr(std::min<std::size_t>(message.size(), 9));
           std::from_chars(digits.data(), digits.data() + digits.size(), waiters);
           wake->released_waiters = waiters;
-          wake->next = wake->plan->on_released(t, wake->next, waiters, t - wake->begin);
+          next = wake->plan->on_released(t, next, waiters, t - wake->begin);
         } else if (message.rfind("retracted", 0) == 0) {
           wake->retracted = true;
-          wake->next = wake->plan->on_retracted(t, wake->next);
+          next = wake->plan->on_retracted(t, next);
         } else if (message == "acquired") {
           wake->released_waiters.reset();
-          wake->next = wake->plan->on_acquired(t, ttl, subscribed);
+          next = wake->plan->on_acquired(t, ttl, subscribed);
         } else if (message == "subscribed" && wake->settled) {
           // A subscription came back after a break: a release may have gone unheard.
-          wake->next = wake->plan->on_released(t, wake->next, 1, t - wake->begin);
+          next = wake->plan->on_released(t, next, 1, t - wake->begin);
         }
+        // However a message moves the plan, the wait ends at its deadline: holders that come
+        // and go without announcing a release must not keep a waiter past it.
+        wake->next = std::min(next, wake->deadline);
       });
       network_.run_until([&] { return network_.subscribed() >= reliable || interrupted(); },
                          std::min(wait.deadline, network_.now() + timeout_));
@@ -496,7 +502,7 @@ AcquireResult Redlock::acquire(const LockSpec& spec, const WaitOptions& wait) {
     TimePoint next = wake->plan->after_attempt(now, split_vote, res.holder_free_in, subscribed);
     if (wake->released_waiters) next = wake->plan->on_released(now, next, *wake->released_waiters, now - begin);
     if (wake->retracted) next = wake->plan->on_retracted(now, next);
-    wake->next = std::min(next, wait.deadline);
+    wake->next = std::min(next, wake->deadline);
     // Sleep until the plan's time; a wake-up message moves the plan, so wait again for the new one.
     while (!interrupted() && network_.now() < wake->next) {
       const TimePoint planned = wake->next;

@@ -169,3 +169,16 @@ def percentile(values, p):
         return None
     rank = max(1, math.ceil(p / 100.0 * len(vals)))
     return vals[rank - 1]
+
+
+def overdue_waits(dones, limits_ms):
+    """The "done" records whose wait (report.wait_ms) went on past the limit of their worker
+    (LIMITS_MS[w], None: no limit): [(worker, cycle, waited ms, limit ms)]."""
+    out = []
+    for e in dones:
+        w = e.get("w")
+        limit = limits_ms[w] if isinstance(w, int) and 0 <= w < len(limits_ms) else None
+        waited = (e.get("report") or {}).get("wait_ms")
+        if limit is not None and waited is not None and waited > limit:
+            out.append((w, e.get("n"), round(waited), round(limit)))
+    return out

@@ -500,6 +500,14 @@ class Summary(dict):
         return ok
 
 
+def wait_limits_ms(env):
+    """How long each worker's wait may last, in ms (None: it does not wait). The last attempt
+    starts at the -w deadline at the latest; it, its clean-up and a fence write each take at most
+    --timeout; a second is the slack of a loaded machine."""
+    return [w.wait_s() * 1000 + 3 * parse_duration_ns(w.timeout) / MS + 1000 if w.wait else None
+            for w in env.workers]
+
+
 def summarize(env, name, exclude=(), acceptable_codes=(0, 75, 79, 69), expect_cycles=1, heal_bound_s=None,
               quiet_end=True, unfenced_may_lose=False):
     """The common checkers over ENV's history. EXCLUDE: cycles left out of the overlap check (a
@@ -529,6 +537,7 @@ def summarize(env, name, exclude=(), acceptable_codes=(0, 75, 79, 69), expect_cy
     waits = [e["report"].get("wait_ms") for e in dones if e.get("code") == 0 and e.get("report")]
     unexpected = [e for e in dones if e.get("code") not in acceptable_codes and not e.get("stopping")]
     hung = [e for e in events if e.get("ev") == "hung"]
+    overdue = checkers.overdue_waits(dones, wait_limits_ms(env))
     codes = collections.Counter(str(e.get("code")) for e in dones)
     s = Summary(
         scenario=name, binary=os.path.basename(env.binary), fault=env.fault,
@@ -544,7 +553,7 @@ def summarize(env, name, exclude=(), acceptable_codes=(0, 75, 79, 69), expect_cy
         heals=len(heals), p99_reacquire_ms=ms(checkers.percentile([a for a in after if a is not None], 99)),
         heals_without_reacquire=sum(1 for a in after if a is None),
         unexpected=[{k: e.get(k) for k in ("w", "n", "code", "outcome", "report")} for e in unexpected[:5]],
-        hung=len(hung), failures=[])
+        hung=len(hung), overdue_waits=len(overdue), failures=[])
     s.holds = hs
     s.events = events
     s.check(not ov, "%d overlapping holders, e.g. %s" % (len(ov), s["overlap_examples"][:2]))
@@ -554,6 +563,7 @@ def summarize(env, name, exclude=(), acceptable_codes=(0, 75, 79, 69), expect_cy
     s.check(lost_plain == 0 or unfenced_may_lose, "unfenced counter lost %d updates" % lost_plain)
     s.check(not unexpected, "unexpected exit statuses: %s" % s["unexpected"])
     s.check(not hung, "%d redlock processes outlived their time budget" % len(hung))
+    s.check(not overdue, "%d waits went on past their -w, e.g. %s" % (len(overdue), overdue[:3]))
     s.check(len(hs) >= expect_cycles, "only %d lock cycles (expected at least %d)" % (len(hs), expect_cycles))
     errors = [w.error for w in env.workers if w.error] + ([env.nemesis_error] if env.nemesis_error else [])
     s.check(not errors, "harness errors: %s" % errors)

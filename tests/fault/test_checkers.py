@@ -111,6 +111,14 @@ class Liveness(unittest.TestCase):
         self.assertEqual(checkers.starved(hs, range(3), 0, 1000), [1, 2])
         self.assertEqual(checkers.starved(hs, range(3), 0, 10000), [1])
 
+    def test_waits_past_their_limit(self):
+        dones = [{"ev": "done", "w": 0, "n": 1, "report": {"wait_ms": 11000}},
+                 {"ev": "done", "w": 0, "n": 2, "report": {"wait_ms": 31905.6}},
+                 {"ev": "done", "w": 1, "n": 1, "report": {"wait_ms": 99000}},
+                 {"ev": "done", "w": 0, "n": 3, "report": {}}]
+        self.assertEqual(checkers.overdue_waits(dones, [11750, None]), [(0, 2, 31906, 11750)])
+        self.assertEqual(checkers.overdue_waits(dones, [40000, None]), [])
+
     def test_percentile(self):
         self.assertIsNone(checkers.percentile([], 99))
         self.assertEqual(checkers.percentile([5], 99), 5)

@@ -72,7 +72,8 @@ class FakeNetwork final : public Network {
       return;
     }
     if (s.duplicate) {
-      schedule(std::max(resolved, now_ + s.latency), [done, sent, this] { done(failure(Failure::Duplicate, "same server twice", sent)); });
+      schedule(std::max(resolved, now_ + s.latency),
+               [done, sent, this] { done(failure(Failure::Duplicate, "same server twice", sent)); });
       return;
     }
     if (s.down) {
@@ -152,6 +153,10 @@ class FakeNetwork final : public Network {
     for (std::size_t i = 0; i < servers.size(); ++i) {
       if (servers[i].data.erase(key) && !channel.empty()) publish(i, "released 1");
     }
+  }
+  // Another client's MESSAGE on the lock's channel, from every server.
+  void announce_everywhere(const std::string& message) {
+    for (std::size_t i = 0; i < servers.size(); ++i) publish(i, message);
   }
   // Subscriptions are refused (an ACL without SUBSCRIBE): waiters must poll.
   bool refuse_subscribe = false;

@@ -97,7 +97,8 @@ TEST_CASE("busy: another holder on a quorum; our partial votes are released on e
   for (std::size_t i : Ids{3, 4}) CHECK(net.servers[i].log == std::vector<std::string>{"acquire", "release"});
   // What we gave back is announced as a retraction, not a holder's release: waiters do not all
   // jump in at once (they would split the vote again).
-  for (std::size_t i : Ids{3, 4}) CHECK(net.servers[i].announced == std::vector<std::string>{"acquired", "retracted 0"});
+  for (std::size_t i : Ids{3, 4})
+    CHECK(net.servers[i].announced == std::vector<std::string>{"acquired", "retracted 0"});
   REQUIRE(r.holder_free_in);
   CHECK(*r.holder_free_in <= 3s);
   CHECK(*r.holder_free_in >= 3s - 2ms);
@@ -317,6 +318,21 @@ TEST_CASE("the wait gives up at its deadline") {
   CHECK(r.outcome == AcquireOutcome::TimedOut);
   CHECK(net.now() - start >= 300ms);
   CHECK(net.now() - start <= 310ms);
+  CHECK(holders(net, "tok") == 0);
+}
+
+TEST_CASE("the wait gives up at its deadline however often the wake-ups move the plan") {
+  FakeNetwork net(5);
+  for (std::size_t i = 0; i < 5; ++i) net.set(i, "job", "other", 60s);
+  Redlock lock(net);
+  // Holders that come and go without a word on their way out (killed, say): every "acquired"
+  // moves the plan to the fallback poll or the new holder's expiry, both past the deadline.
+  for (int k = 1; k <= 75; ++k) net.at(net.now() + k * 400ms, [&net] { net.announce_everywhere("acquired"); });
+  TimePoint start = net.now();
+  auto r = lock.acquire(spec(), wait_for(net, 1s));
+  CHECK(r.outcome == AcquireOutcome::TimedOut);
+  CHECK(net.now() - start >= 1s);
+  CHECK(net.now() - start <= 1s + 10ms);
   CHECK(holders(net, "tok") == 0);
 }
 
