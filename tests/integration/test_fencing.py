@@ -46,6 +46,23 @@ class Fences(ClusterTest):
                 self.cluster.servers[i].restart()
         self.assertGreaterEqual(last, 12)
 
+    def test_a_restarted_server_that_answers_late_still_gets_the_fence(self):
+        # Restarted empty, the server has no scripts cached, and it answers after the quorum has
+        # decided: the fence goes to it without waiting, so it must carry its script, since a
+        # NOSCRIPT that nobody reads would leave its counter behind for the next holder.
+        for _ in range(3):
+            self.acquire_release()
+        late = self.cluster.servers[4]
+        late.restart()
+        late.freeze()
+        try:
+            fence = self.acquire_release()
+        finally:
+            late.thaw()
+        self.assertEqual(fence, 4)
+        wait_for(lambda: late.get("{job}:redlock:fence") == b"4", timeout=5,
+                 what="fence 4 on the late server")
+
     def test_status_shows_the_last_fence(self):
         for _ in range(3):
             self.acquire_release()
