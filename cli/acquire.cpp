@@ -48,7 +48,7 @@ void add_acquire_options(CLI::App& sub, AcquireOptions& o) {
       ->envname("REDLOCK_CONFLICT_EXIT_CODE")
       ->check(CLI::Range(0, 255))
       ->capture_default_str();
-  sub.add_option("--token", o.token, "use this token (re-acquire when already held with it)")->envname("REDLOCK_TOKEN");
+  sub.add_option("--token", o.token, "use this token (re-acquire when already held with it); else REDLOCK_TOKEN");
   sub.add_option("--token-file", o.token_file, "also write the token to FILE, mode 0600")
       ->type_name("FILE")
       ->envname("REDLOCK_TOKEN_FILE");
@@ -75,12 +75,16 @@ AcquirePlan plan_acquire(const AcquireOptions& o, const GlobalOptions& global) {
     usage_error("--ttl " + o.ttl + " leaves no validity after the drift allowance (TTL·drift + 2ms)");
   }
   plan.spec.owner = o.owner.empty() ? default_owner() : o.owner;
-  plan.token_given = !o.token.empty();
-  plan.spec.token = plan.token_given ? o.token : make_token();
-  // Inside `run`'s child, the same key with the inherited token is a re-entry, not a new wait.
+  // REDLOCK_TOKEN inside `run`'s child is that run's token: for its own key it makes a re-entry,
+  // not a new wait; a lock of another name takes a token of its own, or two of them started in
+  // the same command would both "re-acquire" one lock.
+  std::optional<std::string> token = o.token;
+  if (token->empty()) token = inherited_token(plan.spec.keys, o.name, "acquire", OtherKeyToken::Ignore);
+  plan.token_given = token.has_value();
+  plan.spec.token = token ? *token : make_token();
   const char* inherited_key = std::getenv("REDLOCK_KEY");
-  const char* inherited_token = std::getenv("REDLOCK_TOKEN");
-  plan.nested = inherited_key && inherited_token && plan.spec.keys.lock == inherited_key && o.token == inherited_token;
+  const char* run_token = std::getenv("REDLOCK_TOKEN");
+  plan.nested = inherited_key && run_token && plan.spec.keys.lock == inherited_key && plan.spec.token == run_token;
 
   plan.wait.wait = !o.nonblock;
   plan.wait.retry_delay = duration_option(o.retry_delay, "--retry-delay", false);

@@ -17,11 +17,13 @@ struct ExtendOptions {
 
 int run_extend(const ExtendOptions& o, const GlobalOptions& global) {
   LockKeys keys = lock_keys(global, o.name);
-  if (o.token.empty()) usage_error("extend needs --token TOKEN (or REDLOCK_TOKEN)");
+  std::string token = o.token;
+  if (token.empty()) token = inherited_token(keys, o.name, "extend", OtherKeyToken::UsageError).value_or("");
+  if (token.empty()) usage_error("extend needs --token TOKEN (or REDLOCK_TOKEN)");
   Duration ttl = ttl_option(o.ttl, "--ttl");
   auto transport = connect_servers(global);
   Redlock redlock(*transport, request_timeout(global));
-  ExtendResult r = redlock.extend(keys, o.token, ttl, 0.01);
+  ExtendResult r = redlock.extend(keys, token, ttl, 0.01);
 
   if (global.json) {
     Json j = json_head("extend", o.name, keys.lock);
@@ -48,7 +50,7 @@ void setup_extend(CLI::App& app, const GlobalOptions& global, Action& action) {
   auto o = std::make_shared<ExtendOptions>();
   auto* sub = app.add_subcommand("extend", "reset the expiry of a lock held with TOKEN");
   sub->add_option("NAME", o->name, "the lock's name")->required();
-  sub->add_option("--token", o->token, "the token the lock is held with")->envname("REDLOCK_TOKEN");
+  sub->add_option("--token", o->token, "the token the lock is held with (else REDLOCK_TOKEN)");
   sub->add_option("--ttl", o->ttl, "new expiry")->type_name("DUR")->envname("REDLOCK_TTL")->capture_default_str();
   sub->callback([o, &global, &action] { action = [o, &global] { return run_extend(*o, global); }; });
 }

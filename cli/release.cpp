@@ -1,6 +1,5 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
-#include <cstdlib>
 
 #include "commands.hpp"
 #include "error.hpp"
@@ -21,7 +20,7 @@ int run_release(const ReleaseOptions& o, const GlobalOptions& global) {
   std::string token = o.token;
   // REDLOCK_TOKEN stands in for --token, but never turns a --force into a usage error.
   if (token.empty() && !o.force) {
-    if (const char* env = std::getenv("REDLOCK_TOKEN")) token = env;
+    if (auto t = inherited_token(keys, o.name, "release", OtherKeyToken::UsageError)) token = *t;
   }
   if (o.force == !token.empty()) usage_error("release needs exactly one of --token TOKEN and --force");
   auto transport = connect_servers(global);

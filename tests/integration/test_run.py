@@ -359,6 +359,25 @@ class Child(RunTest):
         self.assertEqual(r.code, 0, r)
         self.assertEqual(r.out, b"both\n")
 
+    def test_locks_of_another_name_inside_take_tokens_of_their_own(self):
+        # REDLOCK_TOKEN is the enclosing run's token: two acquires of another name in its command
+        # must not share it, or the second would "re-acquire" the first one's lock.
+        b = redlock_binary()
+        script = ("{b} acquire -n inner > {t}; echo $?; {b} acquire -n inner; echo $?; "
+                  "{b} release inner; echo $?; {b} extend inner; echo $?; "
+                  "{b} release inner --token $(cat {t}); echo $?").format(b=b, t=self.path("inner.token"))
+        r = self.rl("run", "outer", "--", "sh", "-c", script)
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual(r.out.split(), [b"0", b"75", b"64", b"64", b"0"], r)
+        self.assertIn("release inner: REDLOCK_TOKEN is the token of the enclosing run's lock (outer)", r.stderr)
+        with open(self.path("inner.token")) as f:
+            self.assertRegex(f.read(), r"^[0-9a-f]{32}\n$")
+        self.assertEqual(self.cluster.values("inner"), [None] * 5)
+        # Outside any run, REDLOCK_TOKEN is simply the token to use.
+        r = self.rl("acquire", "-n", "solo", env={"REDLOCK_TOKEN": "mine"})
+        self.assertEqual((r.code, r.out), (0, b"mine\n"), r)
+        self.assertEqual(self.rl("release", "solo", env={"REDLOCK_TOKEN": "mine"}).code, 0)
+
     def test_report_is_written_whatever_the_outcome(self):
         cases = [
             (["run", "job", "--", "true"], 0, "child_exited"),
