@@ -80,7 +80,6 @@ AcquirePlan plan_acquire(const AcquireOptions& o, const GlobalOptions& global) {
   // the same command would both "re-acquire" one lock.
   std::optional<std::string> token = o.token;
   if (token->empty()) token = inherited_token(plan.spec.keys, o.name, "acquire", OtherKeyToken::Ignore);
-  plan.token_given = token.has_value();
   plan.spec.token = token ? *token : make_token();
   const char* inherited_key = std::getenv("REDLOCK_KEY");
   const char* run_token = std::getenv("REDLOCK_TOKEN");

@@ -30,7 +30,6 @@ struct AcquireOptions {
 struct AcquirePlan {
   LockSpec spec;
   WaitOptions wait;
-  bool token_given = false;
   // Set inside a `run` child on the same NAME: the token to re-enter with.
   bool nested = false;
 };

@@ -175,6 +175,15 @@ bool unsure_whether_run(Failure f) {
   }
 }
 
+// The set-if-greater of FENCE, with the script's body: its answer is not always waited for, and a
+// NOSCRIPT that nobody reads (a server restarted empty, the likeliest to lag behind) would leave
+// that server's counter behind for the next holder. The script is a few hundred bytes.
+Request fence_request(const LockSpec& spec, const std::string& fence) {
+  Request r = Request::eval(kFenceScript, {spec.keys.fence}, {fence});
+  r.with_body = true;
+  return r;
+}
+
 }  // namespace
 
 // A value the acquire script left on a quorum: every server raised its counter in the same step as
@@ -209,19 +218,6 @@ void Redlock::settle(const Round& round) {
   const Duration grace = std::min(slowest + std::chrono::microseconds(200), timeout_);
   network_.run_until([&] { return round.complete(); }, network_.now() + grace);
 }
-
-namespace {
-
-// The set-if-greater of FENCE, with the script's body: its answer is not always waited for, and a
-// NOSCRIPT that nobody reads (a server restarted empty, the likeliest to lag behind) would leave
-// that server's counter behind for the next holder. The script is a few hundred bytes.
-Request fence_request(const LockSpec& spec, const std::string& fence) {
-  Request r = Request::eval(kFenceScript, {spec.keys.fence}, {fence});
-  r.with_body = true;
-  return r;
-}
-
-}  // namespace
 
 void Redlock::spread_fence(const LockSpec& spec, std::int64_t fence,
                            const std::vector<std::optional<Result>>& answers) {

@@ -5,6 +5,7 @@ most 2 commands per second."""
 
 import os
 import subprocess
+import threading
 import time
 
 from harness import ClusterTest, main, spawn, wait_for
@@ -49,6 +50,32 @@ class Handoff(ClusterTest):
         for c in heard[3:]:
             self.assertEqual(c.read(), [b"message", b"{job}:redlock:wake", b"acquired"])
             self.assertEqual(c.read(), [b"message", b"{job}:redlock:wake", b"released 1"])
+
+    def test_a_wait_ends_at_its_deadline_however_many_holders_announce_themselves(self):
+        # Holders that come and go without a release (killed ones): each "acquired" moves the
+        # waiter's plan later, never past its -w.
+        self.rl("acquire", "job")
+        stop = threading.Event()
+
+        def announce():
+            clients = [s.client() for s in self.cluster.servers]
+            try:
+                while not stop.wait(0.1):
+                    for c in clients:
+                        c.call("PUBLISH", "{job}:redlock:wake", "acquired")
+            finally:
+                for c in clients:
+                    c.close()
+        t = threading.Thread(target=announce)
+        t.start()
+        try:
+            r = self.rl("acquire", "-w", "500ms", "--timeout", "100ms", "job", timeout=10)
+        finally:
+            stop.set()
+            t.join()
+        self.assertEqual(r.code, 75, r)
+        # The last attempt starts at 500 ms and takes at most two --timeout; the rest is start-up.
+        self.assertLess(r.elapsed, 1.5, r)
 
     def test_a_release_wakes_the_waiter_without_waiting_out_its_retry_delay(self):
         token = self.rl("acquire", "job").stdout.strip()

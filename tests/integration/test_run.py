@@ -11,7 +11,7 @@ import subprocess
 import threading
 import time
 
-from harness import ClusterTest, main, pid_alive, redlock, spawn, wait_for, redlock_binary
+from harness import ClusterTest, clean_env, main, pid_alive, redlock, spawn, wait_for, redlock_binary
 
 
 class RunTest(ClusterTest):
@@ -312,7 +312,7 @@ class Child(RunTest):
         # cat is the child itself (exec'd, no shell between): its own /proc entries tell.
         for ignore_hup in (False, True):
             pre = (lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN)) if ignore_hup else None
-            e = dict(os.environ, REDLOCK_SERVERS=self.cluster.spec)
+            e = clean_env({"REDLOCK_SERVERS": self.cluster.spec})
             p = subprocess.run([redlock_binary(), "run", "job", "--", "cat", "/proc/self/status", "/proc/self/stat"],
                                env=e, capture_output=True, timeout=30, preexec_fn=pre, stdin=subprocess.DEVNULL)
             self.assertEqual(p.returncode, 0, p)
