@@ -75,15 +75,13 @@ AcquirePlan plan_acquire(const AcquireOptions& o, const GlobalOptions& global) {
     usage_error("--ttl " + o.ttl + " leaves no validity after the drift allowance (TTL·drift + 2ms)");
   }
   plan.spec.owner = o.owner.empty() ? default_owner() : o.owner;
-  // REDLOCK_TOKEN inside `run`'s child is that run's token: for its own key it makes a re-entry,
-  // not a new wait; a lock of another name takes a token of its own, or two of them started in
-  // the same command would both "re-acquire" one lock.
-  std::optional<std::string> token = o.token;
-  if (token->empty()) token = inherited_token(plan.spec.keys, o.name, "acquire", OtherKeyToken::Ignore);
-  plan.spec.token = token ? *token : make_token();
-  const char* inherited_key = std::getenv("REDLOCK_KEY");
-  const char* run_token = std::getenv("REDLOCK_TOKEN");
-  plan.nested = inherited_key && run_token && plan.spec.keys.lock == inherited_key && plan.spec.token == run_token;
+  // --token, else REDLOCK_TOKEN (inside `run`'s child: that run's token), else a new one.
+  auto inherited = inherited_token();
+  plan.spec.token = !o.token.empty() ? o.token : inherited ? *inherited : make_token();
+  const char* run_key = std::getenv("REDLOCK_KEY");
+  if (run_key && *run_key && inherited && plan.spec.token == *inherited) {
+    plan.reentry = plan.spec.keys.lock == run_key ? AcquirePlan::Reentry::Enclosing : AcquirePlan::Reentry::IfHeld;
+  }
 
   plan.wait.wait = !o.nonblock;
   plan.wait.retry_delay = duration_option(o.retry_delay, "--retry-delay", false);
@@ -109,10 +107,14 @@ void json_acquisition(Json& j, const AcquireResult& r) {
   j["servers"] = json_servers(r.servers);
 }
 
-StatusResult check_nested(Redlock& redlock, const AcquirePlan& plan) {
+std::optional<StatusResult> reentry_status(Redlock& redlock, const AcquirePlan& plan) {
+  if (plan.reentry == AcquirePlan::Reentry::No) return std::nullopt;
   StatusResult s = redlock.status(plan.spec.keys);
   if (s.no_quorum) return s;
-  if (s.state != LockState::Held || s.token != plan.spec.token) s.state = LockState::Partial;
+  bool held = s.state == LockState::Held && s.token == plan.spec.token;
+  if (held) return s;
+  if (plan.reentry == AcquirePlan::Reentry::IfHeld) return std::nullopt;
+  s.state = LockState::Partial;
   return s;
 }
 
@@ -124,15 +126,17 @@ int run_acquire(const AcquireOptions& o, const GlobalOptions& global) {
   Redlock redlock(*transport, request_timeout(global));
   Json j = json_head("acquire", o.name, plan.spec.keys.lock);
 
-  if (plan.nested) {
-    StatusResult s = check_nested(redlock, plan);
+  if (auto reentered = reentry_status(redlock, plan)) {
+    const StatusResult& s = *reentered;
     bool held = s.state == LockState::Held;
     if (global.json) {
       j["acquired"] = held;
       j["nested"] = true;
       if (!held) j["reason"] = s.no_quorum ? "no_quorum" : "busy";
       j["token"] = held ? Json(plan.spec.token) : Json(nullptr);
+      j["fence"] = held ? Json(s.fence) : Json(nullptr);
       j["ttl_ms"] = s.ttl_ms;
+      j["elapsed_ms"] = json_ms(s.elapsed);
       j["quorum"] = json_quorum(s.tally);
       j["servers"] = json_servers(s.servers);
       print_json(j);
@@ -140,7 +144,10 @@ int run_acquire(const AcquireOptions& o, const GlobalOptions& global) {
       std::printf("%s\n", plan.spec.token.c_str());
     }
     if (held) return exit_code::kOk;
-    if (!global.json) {
+    if (!global.json && s.no_quorum) {
+      std::fprintf(stderr, "redlock: error: %s: no quorum to check the enclosing run's lock\n",
+                   printable(o.name).c_str());
+    } else if (!global.json) {
       std::fprintf(stderr, "redlock: %s: the enclosing run no longer holds the lock\n", printable(o.name).c_str());
     }
     return s.no_quorum ? exit_code::kNoQuorum : o.conflict_exit_code;

@@ -30,16 +30,21 @@ struct AcquireOptions {
 struct AcquirePlan {
   LockSpec spec;
   WaitOptions wait;
-  // Set inside a `run` child on the same NAME: the token to re-enter with.
-  bool nested = false;
+  // Inside a `run` child (REDLOCK_KEY set) with that run's token (REDLOCK_TOKEN): a lock already
+  // held with the token is re-entered, not waited for. Enclosing: NAME is that run's own lock, which
+  // must still be held; IfHeld: another NAME, re-entered when an outer run holds it, else taken.
+  enum class Reentry { No, Enclosing, IfHeld };
+  Reentry reentry = Reentry::No;
 };
 
 void add_acquire_options(CLI::App& sub, AcquireOptions& options);
 AcquirePlan plan_acquire(const AcquireOptions& options, const GlobalOptions& global);
 // The JSON of an acquisition (acquire, and run's report).
 void json_acquisition(Json& j, const AcquireResult& r);
-// Checks that the enclosing run still holds the lock (nested acquire/run): status with its token.
-StatusResult check_nested(Redlock& redlock, const AcquirePlan& plan);
+// Whether a nested acquire/run re-enters (see AcquirePlan::reentry): the status that decides it
+// (held with the token, or not held by the enclosing run, or no quorum), or nothing when the lock
+// is to be taken as usual.
+std::optional<StatusResult> reentry_status(Redlock& redlock, const AcquirePlan& plan);
 
 void setup_acquire(CLI::App& app, const GlobalOptions& global, Action& action);
 void setup_extend(CLI::App& app, const GlobalOptions& global, Action& action);

@@ -56,13 +56,10 @@ Duration request_timeout(const GlobalOptions& options);
 // The Redis key for NAME (prefix + NAME) and its helper keys; NAME must not be empty.
 LockKeys lock_keys(const GlobalOptions& options, const std::string& name);
 
-// The token REDLOCK_TOKEN offers for the lock KEYS.lock when no --token was given. Inside the
-// command of `redlock run` (REDLOCK_KEY set), REDLOCK_TOKEN is that run's token, and it is offered
-// only for the same key: a lock of another name never shares it. WHAT_IF_OTHER says what to do
-// when it belongs to another key: nullopt (a lock of its own), or a usage error naming COMMAND.
-enum class OtherKeyToken { Ignore, UsageError };
-std::optional<std::string> inherited_token(const LockKeys& keys, const std::string& name, const char* command,
-                                           OtherKeyToken what_if_other);
+// REDLOCK_TOKEN, the token to use when no --token was given (inside `run`'s child: that run's
+// token, for any NAME, so that what the command acquires it can release); nullopt when unset or
+// empty.
+std::optional<std::string> inherited_token();
 
 // Parses a duration option; ALLOW_ZERO false makes 0 a usage error too.
 Duration duration_option(const std::string& text, const char* what, bool allow_zero);

@@ -18,7 +18,7 @@ struct ExtendOptions {
 int run_extend(const ExtendOptions& o, const GlobalOptions& global) {
   LockKeys keys = lock_keys(global, o.name);
   std::string token = o.token;
-  if (token.empty()) token = inherited_token(keys, o.name, "extend", OtherKeyToken::UsageError).value_or("");
+  if (token.empty()) token = inherited_token().value_or("");
   if (token.empty()) usage_error("extend needs --token TOKEN (or REDLOCK_TOKEN)");
   Duration ttl = ttl_option(o.ttl, "--ttl");
   auto transport = connect_servers(global);

@@ -19,9 +19,7 @@ int run_release(const ReleaseOptions& o, const GlobalOptions& global) {
   LockKeys keys = lock_keys(global, o.name);
   std::string token = o.token;
   // REDLOCK_TOKEN stands in for --token, but never turns a --force into a usage error.
-  if (token.empty() && !o.force) {
-    if (auto t = inherited_token(keys, o.name, "release", OtherKeyToken::UsageError)) token = *t;
-  }
+  if (token.empty() && !o.force) token = inherited_token().value_or("");
   if (o.force == !token.empty()) usage_error("release needs exactly one of --token TOKEN and --force");
   auto transport = connect_servers(global);
   Redlock redlock(*transport, request_timeout(global));

@@ -108,7 +108,7 @@ class Runner {
     signals_ =
         std::make_unique<SignalCatcher>(std::vector<int>{SIGHUP, SIGINT, SIGQUIT, SIGUSR1, SIGUSR2, SIGTERM, SIGCHLD});
     transport_->set_wait_sigmask(&signals_->wait_mask());
-    if (plan_.acquire.nested) return run_nested();
+    if (auto reentered = reentry_status(*redlock_, plan_.acquire)) return run_nested(*reentered);
     return run_locked();
   }
 
@@ -302,14 +302,17 @@ class Runner {
     return finish("error", status);
   }
 
-  // Inside a `run` child on the same NAME: the enclosing run holds and renews the lock.
-  int run_nested() {
-    StatusResult s = check_nested(*redlock_, plan_.acquire);
+  // Inside a `run` child, on a lock an enclosing run holds with the inherited token: that run
+  // renews and releases it.
+  int run_nested(const StatusResult& s) {
     report_["nested"] = true;
     report_["token"] = plan_.acquire.spec.token;
-    const char* fence = std::getenv("REDLOCK_FENCE");
-    report_["fence"] = fence && *fence ? Json(std::atoll(fence)) : Json(nullptr);
-    if (s.no_quorum) return finish("no_quorum", exit_code::kNoQuorum);
+    report_["fence"] = s.state == LockState::Held ? Json(s.fence) : Json(nullptr);
+    if (s.no_quorum) {
+      std::fprintf(stderr, "redlock: error: %s: no quorum to check the enclosing run's lock\n",
+                   printable(o_.acquire.name).c_str());
+      return finish("no_quorum", exit_code::kNoQuorum);
+    }
     if (s.state != LockState::Held) {
       std::fprintf(stderr, "redlock: error: %s: the enclosing run no longer holds the lock\n",
                    printable(o_.acquire.name).c_str());

@@ -359,24 +359,43 @@ class Child(RunTest):
         self.assertEqual(r.code, 0, r)
         self.assertEqual(r.out, b"both\n")
 
-    def test_locks_of_another_name_inside_take_tokens_of_their_own(self):
-        # REDLOCK_TOKEN is the enclosing run's token: two acquires of another name in its command
-        # must not share it, or the second would "re-acquire" the first one's lock.
+    def test_a_lock_of_another_name_inside_uses_the_inherited_token(self):
+        # REDLOCK_TOKEN stands in for --token of every command, whatever the NAME: what the
+        # command acquires, it can extend and release without passing a token around.
         b = redlock_binary()
-        script = ("{b} acquire -n inner > {t}; echo $?; {b} acquire -n inner; echo $?; "
-                  "{b} release inner; echo $?; {b} extend inner; echo $?; "
-                  "{b} release inner --token $(cat {t}); echo $?").format(b=b, t=self.path("inner.token"))
+        script = ("echo $REDLOCK_TOKEN; {b} acquire -n inner; echo $?; {b} acquire -n inner >/dev/null; echo $?; "
+                  "REDLOCK_TOKEN= {b} acquire -n inner; echo $?; {b} extend inner; echo $?; "
+                  "{b} release inner; echo $?; {b} status outer >/dev/null; echo $?").format(b=b)
         r = self.rl("run", "outer", "--", "sh", "-c", script)
         self.assertEqual(r.code, 0, r)
-        self.assertEqual(r.out.split(), [b"0", b"75", b"64", b"64", b"0"], r)
-        self.assertIn("release inner: REDLOCK_TOKEN is the token of the enclosing run's lock (outer)", r.stderr)
-        with open(self.path("inner.token")) as f:
-            self.assertRegex(f.read(), r"^[0-9a-f]{32}\n$")
+        token, *rest = r.stdout.split()
+        self.assertRegex(token, r"^[0-9a-f]{32}$")
+        # Taken with the outer token; the second acquire finds it held with that token and
+        # re-enters; an empty REDLOCK_TOKEN makes a token of its own, which must wait (75).
+        self.assertEqual(rest, [token, "0", "0", "75", "0", "0", "0"], r)
         self.assertEqual(self.cluster.values("inner"), [None] * 5)
+        self.assertEqual(self.cluster.values("outer"), [None] * 5)
         # Outside any run, REDLOCK_TOKEN is simply the token to use.
         r = self.rl("acquire", "-n", "solo", env={"REDLOCK_TOKEN": "mine"})
         self.assertEqual((r.code, r.out), (0, b"mine\n"), r)
         self.assertEqual(self.rl("release", "solo", env={"REDLOCK_TOKEN": "mine"}).code, 0)
+
+    def test_an_outer_lock_taken_again_further_down_is_reentered_not_released(self):
+        # run a -- run b -- run a: the innermost finds a held with the inherited token. It must
+        # re-enter, neither wait for its grandparent nor release a lock that is not its own to free.
+        b = redlock_binary()
+        report = self.path("inner-a.json")
+        r = self.rl("run", "a", "--", b, "run", "b", "--", "sh", "-c",
+                    "{b} run -w 2s --report {rep} a -- true; echo $?; {b} status a; echo $?".format(b=b, rep=report))
+        self.assertEqual(r.code, 0, r)
+        lines = r.stdout.split()
+        self.assertEqual(lines[0], "0", r)
+        self.assertEqual(lines[-1], "0", r)  # a is still held once the innermost run ended
+        with open(report) as f:
+            rep = json.load(f)
+        self.assertTrue(rep["nested"], rep)
+        self.assertGreaterEqual(rep["fence"], 1)
+        self.assertEqual(self.cluster.values("a"), [None] * 5)
 
     def test_report_is_written_whatever_the_outcome(self):
         cases = [
