@@ -177,7 +177,10 @@ class Runner {
     spec.unset_env = {"REDLOCK_PASSWORD"};
     spec.own_group = !isatty(STDIN_FILENO);
     Child child(spec, *signals_);
-    if (child.exec_errno()) return exec_failed(child, acq);
+    if (child.exec_errno()) {
+      redlock_->release(ap.spec.keys, acq.token, false);
+      return exec_failed(child);
+    }
 
     Lease lease(*transport_, ap.spec.keys, acq.token, ap.spec.ttl, ap.spec.drift, acq.valid_until, plan_.renew);
     std::string lost = supervise(child, lease, acq);
@@ -291,10 +294,11 @@ class Runner {
     }
   }
 
-  int exec_failed(const Child& child, const AcquireResult& acq) {
-    redlock_->release(plan_.acquire.spec.keys, acq.token, false);
+  // CMD could not be started: 127 when not found, else 126, as a shell says it.
+  int exec_failed(const Child& child) {
     int status = child.exec_errno() == ENOENT ? exit_code::kNotFound : exit_code::kCannotExecute;
-    std::string message = plan_.argv[0] + ": " +
+    const std::string& name = plan_.argv[0];
+    std::string message = (name.empty() ? "''" : printable(name)) + ": " +
                           (status == exit_code::kNotFound ? "command not found" : std::strerror(child.exec_errno()));
     std::fprintf(stderr, "redlock: error: %s\n", message.c_str());
     report_["message"] = message;
@@ -324,12 +328,7 @@ class Runner {
     spec.unset_env = {"REDLOCK_PASSWORD"};
     spec.own_group = !isatty(STDIN_FILENO);
     Child child(spec, *signals_);
-    if (child.exec_errno()) {
-      int status = child.exec_errno() == ENOENT ? exit_code::kNotFound : exit_code::kCannotExecute;
-      std::fprintf(stderr, "redlock: error: %s: %s\n", plan_.argv[0].c_str(),
-                   status == exit_code::kNotFound ? "command not found" : std::strerror(child.exec_errno()));
-      return finish("error", status);
-    }
+    if (child.exec_errno()) return exec_failed(child);
     while (!child.reap()) {
       for (const auto& caught : signals_->take()) {
         if (caught.sig == SIGCHLD || (caught.from_terminal && child.shares_our_group())) continue;

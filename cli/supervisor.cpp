@@ -147,7 +147,7 @@ Child::Child(const ChildSpec& spec, const SignalCatcher& signals) : own_group_(s
   std::vector<std::string> candidates;
   if (argv_strings[0].find('/') != std::string::npos) {
     candidates.push_back(argv_strings[0]);
-  } else {
+  } else if (!argv_strings[0].empty()) {  // an empty name is not found, as execvp says
     std::size_t start = 0;
     for (;;) {
       auto colon = path.find(':', start);
