@@ -118,6 +118,12 @@ std::optional<StatusResult> reentry_status(Redlock& redlock, const AcquirePlan& 
   return s;
 }
 
+std::optional<std::int64_t> reentry_fence(const AcquirePlan& plan) {
+  const char* fence = std::getenv("REDLOCK_FENCE");
+  if (plan.reentry != AcquirePlan::Reentry::Enclosing || !fence || !*fence) return std::nullopt;
+  return std::atoll(fence);
+}
+
 namespace {
 
 int run_acquire(const AcquireOptions& o, const GlobalOptions& global) {
@@ -134,7 +140,8 @@ int run_acquire(const AcquireOptions& o, const GlobalOptions& global) {
       j["nested"] = true;
       if (!held) j["reason"] = s.no_quorum ? "no_quorum" : "busy";
       j["token"] = held ? Json(plan.spec.token) : Json(nullptr);
-      j["fence"] = held ? Json(s.fence) : Json(nullptr);
+      auto fence = reentry_fence(plan);
+      j["fence"] = held && fence ? Json(*fence) : Json(nullptr);
       j["ttl_ms"] = s.ttl_ms;
       j["elapsed_ms"] = json_ms(s.elapsed);
       j["quorum"] = json_quorum(s.tally);

@@ -2,7 +2,9 @@
 // (run_*), returning the exit status.
 #pragma once
 
+#include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "common.hpp"
@@ -45,6 +47,9 @@ void json_acquisition(Json& j, const AcquireResult& r);
 // (held with the token, or not held by the enclosing run, or no quorum), or nothing when the lock
 // is to be taken as usual.
 std::optional<StatusResult> reentry_status(Redlock& redlock, const AcquirePlan& plan);
+// The fence of a re-entered lock: the enclosing run's REDLOCK_FENCE for its own lock; unknown for
+// a lock an outer run holds (the highest counter on the servers may be above it).
+std::optional<std::int64_t> reentry_fence(const AcquirePlan& plan);
 
 void setup_acquire(CLI::App& app, const GlobalOptions& global, Action& action);
 void setup_extend(CLI::App& app, const GlobalOptions& global, Action& action);

@@ -311,7 +311,8 @@ class Runner {
   int run_nested(const StatusResult& s) {
     report_["nested"] = true;
     report_["token"] = plan_.acquire.spec.token;
-    report_["fence"] = s.state == LockState::Held ? Json(s.fence) : Json(nullptr);
+    auto fence = reentry_fence(plan_.acquire);
+    report_["fence"] = s.state == LockState::Held && fence ? Json(*fence) : Json(nullptr);
     if (s.no_quorum) {
       std::fprintf(stderr, "redlock: error: %s: no quorum to check the enclosing run's lock\n",
                    printable(o_.acquire.name).c_str());
