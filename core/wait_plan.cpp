@@ -52,7 +52,8 @@ TimePoint WaitPlan::on_acquired(TimePoint now, Duration ttl_guess, bool subscrib
 }
 
 void WaitPlan::observe_round_trip(Duration rtt) {
-  slot_ = std::max(kMinSlot, 2 * rtt);
+  shortest_rtt_ = shortest_rtt_ ? std::min(*shortest_rtt_, rtt) : rtt;
+  slot_ = std::max(kMinSlot, 2 * *shortest_rtt_);
 }
 
 }  // namespace redlock

@@ -40,7 +40,10 @@ class WaitPlan {
   // announces a release (TTL_GUESS: ours, as holders of one name mostly share it), or the slow
   // schedule, whichever comes first.
   TimePoint on_acquired(TimePoint now, Duration ttl_guess, bool subscribed);
-  // A round trip seen in the last attempt: the unit of the spread.
+  // A round trip seen in an attempt. The unit of the spread is twice the shortest seen in this
+  // wait: waiters must share one unit, and one measured on a busy moment would otherwise draw
+  // late at every release, be beaten to it each time, never try again to measure anew, and
+  // starve.
   void observe_round_trip(Duration rtt);
 
   Duration slot() const { return slot_; }
@@ -50,6 +53,7 @@ class WaitPlan {
 
   Duration retry_delay_;
   Duration slot_ = std::chrono::microseconds(500);
+  std::optional<Duration> shortest_rtt_;
   std::mt19937_64 rng_;
 };
 

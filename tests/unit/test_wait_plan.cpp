@@ -104,3 +104,19 @@ TEST_CASE("someone else took it: sleep until its lock could expire, or the slow 
     CHECK(soon <= t0 + 1s + 10ms);
   }
 }
+
+TEST_CASE("the spread unit is the shortest round trip of the wait: one slow answer does not widen it") {
+  WaitPlan plan(200ms, 11);
+  CHECK(plan.slot() == 500us);  // nothing measured yet
+  plan.observe_round_trip(1ms);
+  CHECK(plan.slot() == 2ms);
+  // A busy moment: a waiter that took it as its unit would draw late at every release, be beaten
+  // to the lock each time, never try again to measure anew, and wait on.
+  plan.observe_round_trip(8ms);
+  CHECK(plan.slot() == 2ms);
+  for (int i = 0; i < 100; ++i) CHECK(plan.on_released(t0, t0 + 4s, 5, 0s) <= t0 + 8ms);
+  plan.observe_round_trip(400us);
+  CHECK(plan.slot() == 800us);
+  plan.observe_round_trip(10us);
+  CHECK(plan.slot() == 300us);  // never below what a process needs to wake up and send
+}
