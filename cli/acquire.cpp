@@ -124,6 +124,10 @@ std::optional<std::int64_t> reentry_fence(const AcquirePlan& plan) {
   return std::atoll(fence);
 }
 
+const char* reentry_refusal(const StatusResult& s) {
+  return s.no_quorum ? "no quorum to check the enclosing run's lock" : "the enclosing run no longer holds the lock";
+}
+
 namespace {
 
 int run_acquire(const AcquireOptions& o, const GlobalOptions& global) {
@@ -151,11 +155,9 @@ int run_acquire(const AcquireOptions& o, const GlobalOptions& global) {
       std::printf("%s\n", plan.spec.token.c_str());
     }
     if (held) return exit_code::kOk;
-    if (!global.json && s.no_quorum) {
-      std::fprintf(stderr, "redlock: error: %s: no quorum to check the enclosing run's lock\n",
-                   printable(o.name).c_str());
-    } else if (!global.json) {
-      std::fprintf(stderr, "redlock: %s: the enclosing run no longer holds the lock\n", printable(o.name).c_str());
+    if (!global.json) {
+      std::fprintf(stderr, "redlock: %s%s: %s\n", s.no_quorum ? "error: " : "", printable(o.name).c_str(),
+                   reentry_refusal(s));
     }
     return s.no_quorum ? exit_code::kNoQuorum : o.conflict_exit_code;
   }

@@ -50,6 +50,8 @@ std::optional<StatusResult> reentry_status(Redlock& redlock, const AcquirePlan& 
 // The fence of a re-entered lock: the enclosing run's REDLOCK_FENCE for its own lock; unknown for
 // a lock an outer run holds (the highest counter on the servers may be above it).
 std::optional<std::int64_t> reentry_fence(const AcquirePlan& plan);
+// Why a re-entry that REENTRY_STATUS did not find held is refused, for a one-line message.
+const char* reentry_refusal(const StatusResult& s);
 
 void setup_acquire(CLI::App& app, const GlobalOptions& global, Action& action);
 void setup_extend(CLI::App& app, const GlobalOptions& global, Action& action);

@@ -313,15 +313,9 @@ class Runner {
     report_["token"] = plan_.acquire.spec.token;
     auto fence = reentry_fence(plan_.acquire);
     report_["fence"] = s.state == LockState::Held && fence ? Json(*fence) : Json(nullptr);
-    if (s.no_quorum) {
-      std::fprintf(stderr, "redlock: error: %s: no quorum to check the enclosing run's lock\n",
-                   printable(o_.acquire.name).c_str());
-      return finish("no_quorum", exit_code::kNoQuorum);
-    }
     if (s.state != LockState::Held) {
-      std::fprintf(stderr, "redlock: error: %s: the enclosing run no longer holds the lock\n",
-                   printable(o_.acquire.name).c_str());
-      return finish("lost", o_.lost_exit_code);
+      std::fprintf(stderr, "redlock: error: %s: %s\n", printable(o_.acquire.name).c_str(), reentry_refusal(s));
+      return s.no_quorum ? finish("no_quorum", exit_code::kNoQuorum) : finish("lost", o_.lost_exit_code);
     }
     ChildSpec spec;
     spec.argv = plan_.argv;

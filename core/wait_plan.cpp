@@ -26,13 +26,13 @@ TimePoint WaitPlan::after_attempt(TimePoint now, bool split_vote, std::optional<
   TimePoint next = subscribed ? now + jittered(fallback(), 0.75, 1.25) : now + jittered(retry_delay_, 0.5, 1.5);
   if (holder_free_in) {
     // Everyone waiting on this holder wakes at its expiry: spread them a little.
-    next = std::min(next, now + *holder_free_in + jittered(std::max(slot_, kMinSlot), 0.0, 4.0));
+    next = std::min(next, now + *holder_free_in + jittered(slot(), 0.0, 4.0));
   }
   return next;
 }
 
 TimePoint WaitPlan::on_released(TimePoint now, TimePoint planned, std::size_t waiters, Duration waited) {
-  Duration window = slot_ * static_cast<Duration::rep>(waiters > 1 ? waiters - 1 : 0);
+  Duration window = slot() * static_cast<Duration::rep>(waiters > 1 ? waiters - 1 : 0);
   // Several servers announce the same release: the first announcement set the plan.
   if (planned <= now + window) return planned;
   if (window == Duration::zero()) return now;
@@ -48,12 +48,15 @@ TimePoint WaitPlan::on_retracted(TimePoint now, TimePoint planned) {
 
 TimePoint WaitPlan::on_acquired(TimePoint now, Duration ttl_guess, bool subscribed) {
   TimePoint slow = now + (subscribed ? jittered(fallback(), 0.75, 1.25) : jittered(retry_delay_, 0.5, 1.5));
-  return std::min(slow, now + ttl_guess + jittered(std::max(slot_, kMinSlot), 0.0, 4.0));
+  return std::min(slow, now + ttl_guess + jittered(slot(), 0.0, 4.0));
 }
 
 void WaitPlan::observe_round_trip(Duration rtt) {
   shortest_rtt_ = shortest_rtt_ ? std::min(*shortest_rtt_, rtt) : rtt;
-  slot_ = std::max(kMinSlot, 2 * *shortest_rtt_);
+}
+
+Duration WaitPlan::slot() const {
+  return shortest_rtt_ ? std::max(kMinSlot, 2 * *shortest_rtt_) : std::chrono::microseconds(500);
 }
 
 }  // namespace redlock

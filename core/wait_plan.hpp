@@ -46,13 +46,13 @@ class WaitPlan {
   // starve.
   void observe_round_trip(Duration rtt);
 
-  Duration slot() const { return slot_; }
+  // Twice the shortest round trip seen (a default before the first), never under kMinSlot.
+  Duration slot() const;
 
  private:
   Duration jittered(Duration base, double low, double high);
 
   Duration retry_delay_;
-  Duration slot_ = std::chrono::microseconds(500);
   std::optional<Duration> shortest_rtt_;
   std::mt19937_64 rng_;
 };
