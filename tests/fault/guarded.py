@@ -21,21 +21,42 @@ Environment (set by the worker; redlock passes it on to its command):
   FAULT_IGNORE    "1": ignore TERM, INT and HUP (a holder that will not stop before its write)
 """
 
-import json
 import os
-import signal
-import socket
 import sys
 import time
+
+# One of these starts in every lock cycle, so it loads only what loads fast: the C modules below,
+# not json, socket and signal, whose imports (re, enum, selectors) cost about 15 ms of CPU a start.
+import _signal
+import _socket
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 RECIPE = os.path.join(os.path.dirname(os.path.dirname(HERE)), "examples", "fenced-write.lua")
 
 
+SIGNAL_NAMES = {getattr(_signal, n): n for n in ("SIGTERM", "SIGINT", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2")}
+
+
+def to_json(v):
+    """JSON text of None, bools, numbers, strings, lists and dicts (what the history records hold)."""
+    if v is None or v is True or v is False:
+        return {None: "null", True: "true", False: "false"}[v]
+    if isinstance(v, (int, float)):
+        return repr(v)
+    if isinstance(v, str):
+        # Quotes, backslashes and control characters as \uXXXX: valid JSON, and short to write.
+        return '"%s"' % "".join(c if c >= " " and c not in '"\\' else "\\u%04x" % ord(c) for c in v)
+    if isinstance(v, (list, tuple)):
+        return "[%s]" % ",".join(to_json(x) for x in v)
+    if isinstance(v, dict):
+        return "{%s}" % ",".join("%s:%s" % (to_json(str(k)), to_json(x)) for k, x in v.items())
+    raise TypeError("no JSON for %r" % type(v))
+
+
 def append(path, rec):
     """One JSON line, written with a single write(2) on an O_APPEND descriptor: lines written by a
     worker and by its child never interleave."""
-    data = (json.dumps(rec, separators=(",", ":")) + "\n").encode()
+    data = (to_json(rec) + "\n").encode()
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
     try:
         os.write(fd, data)
@@ -74,7 +95,9 @@ class Conn:
 
     def __init__(self, address, timeout=5.0):
         host, port = address.rsplit(":", 1)
-        self.sock = socket.create_connection((host, int(port)), timeout=timeout)
+        self.sock = _socket.socket(_socket.AF_INET6 if ":" in host else _socket.AF_INET, _socket.SOCK_STREAM)
+        self.sock.settimeout(timeout)
+        self.sock.connect((host.strip("[]"), int(port)))
         self.buf = b""
 
     def close(self):
@@ -179,7 +202,7 @@ def main():
 
     def on_signal(sig, frame):
         append(history, {"w": int(w), "n": int(n), "ev": "exit", "t": time.monotonic_ns(), "how": "signal",
-                         "sig": signal.Signals(sig).name})
+                         "sig": SIGNAL_NAMES.get(sig, str(sig))})
         if marker:
             try:
                 os.unlink(marker)
@@ -187,11 +210,11 @@ def main():
                 pass
         os._exit(128 + sig)
 
-    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2):
-        signal.signal(sig, on_signal)
+    for sig in SIGNAL_NAMES:
+        _signal.signal(sig, on_signal)
     if env.get("FAULT_IGNORE") == "1":
-        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-            signal.signal(sig, signal.SIG_IGN)
+        for sig in (_signal.SIGTERM, _signal.SIGINT, _signal.SIGHUP):
+            _signal.signal(sig, _signal.SIG_IGN)
     critical_section(history, who, int(env["REDLOCK_FENCE"]), env["REDLOCK_TOKEN"], env["FAULT_RESOURCE"],
                      int(env.get("FAULT_HOLD_MS", "20")) / 1000.0, marker=marker,
                      extra={"ttl_ms": int(env.get("REDLOCK_TTL_MS", "0"))})

@@ -1129,6 +1129,8 @@ def main():
     a = ap.parse_args()
     try:
         s = run_scenario(a.scenario, a.seconds, a.binary, a.fault, a.seed)
+    except NetnsUnavailable as e:
+        s = Summary(scenario=a.scenario, failures=[], skipped=str(e))
     except Exception:
         import traceback
         s = Summary(scenario=a.scenario, failures=["harness error: " + traceback.format_exc()])

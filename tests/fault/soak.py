@@ -2,19 +2,26 @@
 """Long fault-injection runs: every fault class (scenario) ROUNDS times for SECONDS each, then a table
 and a JSON file. Run through scripts/soak, which installs what is missing and builds the binaries.
 
-  soak.py [--rounds N] [--seconds S] [--scenarios a,b] [--no-controls] [--out FILE] [--seed N]
+  soak.py [--rounds N] [--seconds S] [--jobs J] [--scenarios a,b] [--no-controls] [--out FILE] [--seed N]
 
-Defaults come from SOAK_ROUNDS (10), SOAK_SECONDS (120), SOAK_SCENARIOS (all), SOAK_OUT
-(bench/results/soak.json). The negative controls (redlock-faulty, and the crash-restart without
+Defaults come from SOAK_ROUNDS (10), SOAK_SECONDS (120), SOAK_JOBS (1), SOAK_SCENARIOS (all), SOAK_OUT
+(bench/results/soak.json). Each round runs in a process of its own; --jobs runs that many side by
+side (every round has its own servers, ports, workers and network namespace), which divides the
+wall time and adds CPU contention: scheduling delays are one more fault the lock must survive. The negative controls (redlock-faulty, and the crash-restart without
 persistence) run too unless --no-controls: their rows must show violations ("caught").
 """
 
 import argparse
+import concurrent.futures
 import datetime
 import json
 import os
 import platform
+import signal
+import subprocess
 import sys
+import tempfile
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -80,6 +87,65 @@ def table(rows):
     return "\n".join(lines)
 
 
+def run_round(name, seconds, binary, fault, seed):
+    """One round in a process of its own (scenarios.py NAME --json OUT), so that rounds can run side
+    by side. Bounded: a round that outlives four times its duration plus ten minutes is killed (its
+    own process group) and counts as failed."""
+    fd, out = tempfile.mkstemp(prefix="redlock-soak-", suffix=".json")
+    os.close(fd)
+    argv = [sys.executable, os.path.join(HERE, "scenarios.py"), name, "--binary", binary, "--json", out, "--quiet"]
+    argv += ["--seconds", str(seconds)] if seconds is not None else []
+    argv += ["--fault", fault] if fault else []
+    argv += ["--seed", str(seed)] if seed is not None else []
+    budget = 4 * (seconds or 60) + 600
+    try:
+        with tempfile.TemporaryFile() as err:
+            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
+                                    start_new_session=True)
+            try:
+                proc.wait(timeout=budget)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+                return faultlib.Summary(scenario=name, failures=["harness error: round still running after %d s" % budget])
+            try:
+                with open(out) as f:
+                    return faultlib.Summary(json.load(f))
+            except (OSError, ValueError):
+                err.seek(0)
+                tail = err.read().decode(errors="replace").strip().splitlines()[-3:]
+                return faultlib.Summary(scenario=name, failures=["harness error: exit %s, no summary: %s"
+                                                                 % (proc.returncode, " / ".join(tail))])
+    finally:
+        os.unlink(out)
+
+
+def summarize(plan, runs, rounds):
+    rows = []
+    for p, (row, _, _, expect) in enumerate(plan):
+        done = [runs[p, i] for i in range(rounds) if (p, i) in runs]
+        agg = aggregate(row, expect, [r for r in done if not r.get("skipped")])
+        if done and all(r.get("skipped") for r in done):
+            agg["verdict"] = "skipped"
+        rows.append(agg)
+    return rows
+
+
+def write(a, rows, runs, plan, real, faulty, started, done):
+    """The JSON file, rewritten as rounds end ("complete": false until the last one)."""
+    doc = {"version": 1, "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+           "host": platform.node(), "cpus": os.cpu_count(), "command": " ".join(sys.argv), "rounds": a.rounds,
+           "seconds": a.seconds, "jobs": a.jobs, "complete": done, "binary": real, "faulty_binary": faulty,
+           "wall_seconds": round(time.monotonic() - started, 1), "rows": rows,
+           "runs": {row: [dict(runs[p, i]) for i in range(a.rounds) if (p, i) in runs]
+                    for p, (row, _, _, _) in enumerate(plan)}}
+    os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
+    tmp = a.out + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(doc, f, indent=1, default=str)
+    os.replace(tmp, a.out)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rounds", type=int, default=int(os.environ.get("SOAK_ROUNDS", "10")))
@@ -89,9 +155,11 @@ def main():
     ap.add_argument("--no-controls", action="store_true")
     ap.add_argument("--out", default=os.environ.get("SOAK_OUT", os.path.join(faultlib.ROOT, "bench", "results", "soak.json")))
     ap.add_argument("--seed", type=int, help="seed of the first run (the others follow from it)")
+    ap.add_argument("--jobs", type=int, default=int(os.environ.get("SOAK_JOBS", "1")),
+                    help="rounds run side by side, each with its own servers and workers (default 1)")
     a = ap.parse_args()
-    if a.rounds < 1 or a.seconds <= 0:
-        ap.error("--rounds and --seconds must be positive")
+    if a.rounds < 1 or a.seconds <= 0 or a.jobs < 1:
+        ap.error("--rounds, --seconds and --jobs must be positive")
 
     plan = [(name, name, None, "pass") for name in MUST_PASS]
     if not a.no_controls:
@@ -104,45 +172,38 @@ def main():
                                                              ", ".join(row for row, _, _, _ in plan)))
         plan = [p for p in plan if p[0] in wanted]
 
-    real, faulty = faultlib.redlock_bin(), None
+    real = faultlib.redlock_bin()
+    faulty = faultlib.faulty_bin() if any(fault for _, _, fault, _ in plan) else None
+    # Round-major: a partial file (written as rounds end) covers every class evenly.
+    jobs = [(i, p) for i in range(a.rounds) for p in range(len(plan))]
+    runs = {}  # (plan index, round) -> summary
     started = time.monotonic()
-    seed = a.seed
-    rows, runs_out = [], {}
-    for row, name, fault, expect in plan:
-        binary = real
-        if fault:
-            faulty = faulty or faultlib.faulty_bin()
-            binary = faulty
-        runs = []
-        for i in range(a.rounds):
-            seconds = a.seconds if scenarios.SCENARIOS[name].seconds else None
-            if name == "starvation":
-                seconds = 60  # L3's criterion is 60s; the run ends as soon as every worker got the lock
-            sys.stderr.write("soak: %s round %d/%d ...\n" % (row, i + 1, a.rounds))
-            sys.stderr.flush()
-            try:
-                s = scenarios.run_scenario(name, seconds, binary, fault, seed)
-            except scenarios.NetnsUnavailable as e:
-                s = faultlib.Summary(scenario=name, failures=[], skipped=str(e))
-            except Exception as e:  # a broken round is a failed round, the soak goes on
-                s = faultlib.Summary(scenario=name, failures=["harness error: %r" % e])
-            if seed is not None:
-                seed += 1
+
+    def one(job):
+        i, p = job
+        row, name, fault, _ = plan[p]
+        seconds = a.seconds if scenarios.SCENARIOS[name].seconds else None
+        if name == "starvation":
+            seconds = 60  # L3's criterion is 60s; the run ends as soon as every worker got the lock
+        seed = None if a.seed is None else a.seed + p * a.rounds + i
+        try:
+            s = run_round(name, seconds, faulty if fault else real, fault, seed)
+        except Exception as e:  # a broken round is a failed round, the soak goes on
+            s = faultlib.Summary(scenario=name, failures=["harness error: %r" % e])
+        with lock:
+            runs[p, i] = s
+            sys.stderr.write("soak: %s round %d/%d done (%d of %d, %.0f s)\n"
+                             % (row, i + 1, a.rounds, len(runs), len(jobs), time.monotonic() - started))
             faultlib.print_summary(s)
-            runs.append(dict(s))
-        agg = aggregate(row, expect, [r for r in runs if not r.get("skipped")])
-        if all(r.get("skipped") for r in runs):
-            agg["verdict"] = "skipped"
-        rows.append(agg)
-        runs_out[row] = runs
+            rows = summarize(plan, runs, a.rounds)
+            write(a, rows, runs, plan, real, faulty, started, done=len(runs) == len(jobs))
+        return s
+
+    lock = threading.Lock()
+    with concurrent.futures.ThreadPoolExecutor(max_workers=a.jobs) as pool:
+        list(pool.map(one, jobs))
+    rows = summarize(plan, runs, a.rounds)
     print(table(rows))
-    os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
-    doc = {"version": 1, "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-           "host": platform.node(), "command": " ".join(sys.argv), "rounds": a.rounds, "seconds": a.seconds,
-           "binary": real, "faulty_binary": faulty, "wall_seconds": round(time.monotonic() - started, 1),
-           "rows": rows, "runs": runs_out}
-    with open(a.out, "w") as f:
-        json.dump(doc, f, indent=1, default=str)
     print("written: %s" % a.out)
     bad = [r["scenario"] for r in rows if r["verdict"] in ("FAIL", "MISSED")]
     if bad:
