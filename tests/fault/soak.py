@@ -131,10 +131,20 @@ def summarize(plan, runs, rounds):
     return rows
 
 
+def commit():
+    """The commit of the tree the soak runs from (its harness), or None outside a git checkout."""
+    try:
+        r = subprocess.run(["git", "-C", faultlib.ROOT, "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return r.stdout.strip() if r.returncode == 0 else None
+
+
 def write(a, rows, runs, plan, real, faulty, started, done):
     """The JSON file, rewritten as rounds end ("complete": false until the last one)."""
     doc = {"version": 1, "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-           "host": platform.node(), "cpus": os.cpu_count(), "command": " ".join(sys.argv), "rounds": a.rounds,
+           "host": platform.node(), "cpus": os.cpu_count(), "command": " ".join(sys.argv), "commit": a.commit,
+           "rounds": a.rounds,
            "seconds": a.seconds, "jobs": a.jobs, "complete": done, "binary": real, "faulty_binary": faulty,
            "wall_seconds": round(time.monotonic() - started, 1), "rows": rows,
            "runs": {row: [dict(runs[p, i]) for i in range(a.rounds) if (p, i) in runs]
@@ -172,6 +182,7 @@ def main():
                                                              ", ".join(row for row, _, _, _ in plan)))
         plan = [p for p in plan if p[0] in wanted]
 
+    a.commit = commit()
     real = faultlib.redlock_bin()
     faulty = faultlib.faulty_bin() if any(fault for _, _, fault, _ in plan) else None
     # Round-major: a partial file (written as rounds end) covers every class evenly.
