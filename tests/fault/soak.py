@@ -125,7 +125,9 @@ def summarize(plan, runs, rounds):
     for p, (row, _, _, expect) in enumerate(plan):
         done = [runs[p, i] for i in range(rounds) if (p, i) in runs]
         agg = aggregate(row, expect, [r for r in done if not r.get("skipped")])
-        if done and all(r.get("skipped") for r in done):
+        if not done:
+            agg["verdict"] = "pending"  # a partial file: no round of this class has ended yet
+        elif all(r.get("skipped") for r in done):
             agg["verdict"] = "skipped"
         rows.append(agg)
     return rows
