@@ -46,12 +46,16 @@ class PausedSupervisor(ScenarioTest):
         tmp = tempfile.mkdtemp(prefix="redlock-fault-")
         try:
             env = faultlib.clean_env({"REDLOCK_SERVERS": cluster.spec})
-            report = os.path.join(tmp, "report.json")
-            p = subprocess.Popen([redlock_bin(), "run", "--ttl", "1s", "--report", report, "job", "--", "sleep", "1.5"],
+            report, started = os.path.join(tmp, "report.json"), os.path.join(tmp, "started")
+            # The command says when it runs: paused any earlier, `run` would still be acquiring (and
+            # rightly answer 69, the quorum's answers having come after the validity).
+            p = subprocess.Popen([redlock_bin(), "run", "--ttl", "1s", "--report", report, "job", "--", "sh", "-c",
+                                  ': > "$0"; exec sleep 1.5', started],
                                  env=env, stdin=subprocess.DEVNULL, stderr=subprocess.PIPE)
             deadline = time.monotonic() + 10
-            while cluster.servers[0].get("job") is None and time.monotonic() < deadline:
+            while not os.path.exists(started) and p.poll() is None and time.monotonic() < deadline:
                 time.sleep(0.01)
+            self.assertTrue(os.path.exists(started), "the command did not start: exit %s" % p.poll())
             os.kill(p.pid, signal.SIGSTOP)
             try:
                 time.sleep(2.0)  # the validity (under 1s) is over; the command ends at 1.5s
