@@ -7,8 +7,9 @@ and a JSON file. Run through scripts/soak, which installs what is missing and bu
 Defaults come from SOAK_ROUNDS (10), SOAK_SECONDS (120), SOAK_JOBS (1), SOAK_SCENARIOS (all), SOAK_OUT
 (bench/results/soak.json). Each round runs in a process of its own; --jobs runs that many side by
 side (every round has its own servers, ports, workers and network namespace), which divides the
-wall time and adds CPU contention: scheduling delays are one more fault the lock must survive. The negative controls (redlock-faulty, and the crash-restart without
-persistence) run too unless --no-controls: their rows must show violations ("caught").
+wall time and adds CPU contention: scheduling delays are one more fault the lock must survive.
+The negative controls (redlock-faulty, and the crash-restart without persistence) run too unless
+--no-controls: their rows must show violations ("caught").
 """
 
 import argparse
