@@ -11,7 +11,7 @@ import subprocess
 import threading
 import time
 
-from harness import ClusterTest, clean_env, main, pid_alive, redlock, spawn, wait_for, redlock_binary
+from harness import ClusterTest, clean_env, free_port, main, pid_alive, redlock, spawn, wait_for, redlock_binary
 
 
 class RunTest(ClusterTest):
@@ -374,6 +374,26 @@ class Child(RunTest):
         self.assertEqual(acquired["fence"], int(fence))
         with open(report) as f:
             self.assertEqual(json.load(f)["fence"], int(fence))
+
+    def test_a_reentry_into_a_lock_the_enclosing_run_lost_is_refused(self):
+        # Inside a run (REDLOCK_KEY and REDLOCK_TOKEN), but the lock is no longer held: a nested
+        # acquire answers busy, a nested run lost (its command never runs), neither takes the lock;
+        # with no server answering, both exit 69.
+        inside = {"REDLOCK_KEY": "job", "REDLOCK_TOKEN": "0123456789abcdef0123456789abcdef"}
+        marker = self.path("ran")
+        cases = [(["acquire", "job"], 75, "redlock: job: the enclosing run no longer holds the lock"),
+                 (["run", "job", "--", "touch", marker], 79,
+                  "redlock: error: job: the enclosing run no longer holds the lock")]
+        for args, code, message in cases:
+            r = self.rl(*args, env=inside)
+            self.assertEqual((r.code, r.stderr), (code, message + "\n"), r)
+        self.assertEqual(self.cluster.values("job"), [None] * 5)
+        dead = ",".join("127.0.0.1:%d" % free_port() for _ in range(3))
+        for args, _, _ in cases:
+            r = redlock(args, servers=dead, env=inside)
+            self.assertEqual((r.code, r.stderr), (69, "redlock: error: job: no quorum to check the enclosing run's lock\n"),
+                             r)
+        self.assertFalse(os.path.exists(marker))
 
     def test_nested_run_of_another_name_is_a_lock_of_its_own(self):
         r = self.rl("run", "outer", "--", redlock_binary(), "run", "inner", "--", "sh", "-c",
