@@ -147,9 +147,8 @@ def write(a, rows, runs, plan, real, faulty, started, done):
     """The JSON file, rewritten as rounds end ("complete": false until the last one)."""
     doc = {"version": 1, "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
            "host": platform.node(), "cpus": os.cpu_count(), "command": " ".join(sys.argv), "commit": a.commit,
-           "rounds": a.rounds,
-           "seconds": a.seconds, "jobs": a.jobs, "complete": done, "binary": real, "faulty_binary": faulty,
-           "wall_seconds": round(time.monotonic() - started, 1), "rows": rows,
+           "rounds": a.rounds, "seconds": a.seconds, "jobs": a.jobs, "complete": done, "binary": real,
+           "faulty_binary": faulty, "wall_seconds": round(time.monotonic() - started, 1), "rows": rows,
            "runs": {row: [dict(runs[p, i]) for i in range(a.rounds) if (p, i) in runs]
                     for p, (row, _, _, _) in enumerate(plan)}}
     os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
