@@ -77,6 +77,8 @@ class DebianPackage(unittest.TestCase):
         needed = re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", run(["readelf", "-d", binary]).stdout)
         # libssl is loaded with dlopen() for rediss:// only: Depends names it, the binary does not.
         self.assertNotIn("libssl.so.3", needed)
+        # Nothing but the C library is loaded at start (libstdc++ is linked in, libm is not needed).
+        self.assertEqual([n for n in needed if not n.startswith("ld-linux")], ["libc.so.6"])
         arch = run(["dpkg", "--print-architecture"]).stdout.strip()
         for soname in needed:
             owners = set()
