@@ -25,6 +25,15 @@ bool wants_json(int argc, char** argv) {
   return env && *env && std::strcmp(env, "0") != 0 && std::strcmp(env, "false") != 0;
 }
 
+// Whether -V or --version comes before any "--": alone, it needs no subcommand built.
+bool wants_version(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--") == 0) break;
+    if (std::strcmp(argv[i], "-V") == 0 || std::strcmp(argv[i], "--version") == 0) return true;
+  }
+  return false;
+}
+
 // The global options (see setup_global_options) that take a value, and the flags.
 constexpr std::string_view kGlobalWithValue[] = {
     "-S",       "--servers",  "--timeout", "--password-file",   "--user",
@@ -120,7 +129,8 @@ int main(int argc, char** argv) {
   app.fallthrough();
   setup_global_options(app, global);
   // Building a subcommand's options costs more than running most commands: build only the one
-  // named on the command line, and all of them for --help or a word that names none.
+  // named on the command line, none for --version alone, and all of them for --help or a word
+  // that names none.
   using Setup = void (*)(CLI::App&, const GlobalOptions&, Action&);
   static const std::pair<const char*, Setup> kCommands[] = {
       {"acquire", setup_acquire}, {"extend", setup_extend}, {"release", setup_release},      {"status", setup_status},
@@ -133,7 +143,7 @@ int main(int argc, char** argv) {
       named = true;
     }
   }
-  if (!named) {
+  if (!named && !(word.empty() && wants_version(argc, argv))) {
     for (const auto& [name, setup] : kCommands) setup(app, global, action);
   }
 
