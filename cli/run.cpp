@@ -12,6 +12,7 @@
 #include "exit_codes.hpp"
 #include "faults.hpp"
 #include "lease.hpp"
+#include "quorum.hpp"
 #include "signals.hpp"
 #include "supervisor.hpp"
 
@@ -47,6 +48,11 @@ struct RunPlan {
 const std::vector<int> kForwarded = {SIGHUP, SIGINT, SIGQUIT, SIGUSR1, SIGUSR2, SIGTERM};
 const std::vector<int> kStopWaiting = {SIGHUP, SIGINT, SIGTERM};
 
+// Time left before the child must be dead, so that nothing runs on once the validity can be over.
+Duration kill_margin(Duration ttl) {
+  return std::clamp<Duration>(ttl / 20, std::chrono::milliseconds(10), std::chrono::milliseconds(100));
+}
+
 RunPlan plan_run(const RunOptions& o, const GlobalOptions& global) {
   RunPlan plan;
   plan.acquire = plan_acquire(o.acquire, global);
@@ -72,6 +78,18 @@ RunPlan plan_run(const RunOptions& o, const GlobalOptions& global) {
     }
     plan.kill_after = ttl / 3;
   }
+  // The command is stopped --kill-after plus the margin before the validity ends, so a lock taken
+  // with no more validity than that is given back; and a TTL whose best validity would stop the
+  // command before its first renewal is even sent cannot work at all.
+  const Duration margin = kill_margin(ttl);
+  plan.acquire.spec.min_validity = plan.kill_after + margin;
+  const Duration best = ttl - drift_allowance(ttl, plan.acquire.spec.drift);
+  if (best - plan.kill_after - margin <= plan.renew) {
+    usage_error("--ttl " + o.acquire.ttl + " is too short for run: the command would be stopped before its first " +
+                "renewal (validity at most " + format_duration(best) + "; --renew " + format_duration(plan.renew) +
+                ", then --kill-after " + format_duration(plan.kill_after) + " and a " + format_duration(margin) +
+                " margin)");
+  }
   if (!o.min_hold.empty()) plan.min_hold = duration_option(o.min_hold, "--min-hold", false);
   if (!o.max_hold.empty()) plan.max_hold = duration_option(o.max_hold, "--max-hold", false);
   return plan;
@@ -89,11 +107,6 @@ void write_report(const std::string& path, const Json& report) {
     ::unlink(tmp.c_str());
     std::fprintf(stderr, "redlock: warning: --report '%s': %s\n", path.c_str(), std::strerror(errno));
   }
-}
-
-// Time left before the child must be dead, so that nothing runs on once the validity can be over.
-Duration kill_margin(Duration ttl) {
-  return std::clamp<Duration>(ttl / 20, std::chrono::milliseconds(10), std::chrono::milliseconds(100));
 }
 
 class Runner {

@@ -5,6 +5,7 @@
 #include <map>
 #include <memory>
 
+#include "duration.hpp"
 #include "error.hpp"
 #include "faults.hpp"
 #include "scripts.hpp"
@@ -113,6 +114,11 @@ Vote::Kind classify_flag(const Result& r) {
   auto v = r.reply.as_integer();
   if (!v) return Vote::Kind::Failed;
   return *v > 0 ? Vote::Kind::Yes : Vote::Kind::No;
+}
+
+std::string too_little_validity(Duration left, Duration needed) {
+  return "a quorum answered with " + format_duration(left) + " of the lock's validity left, not more than the " +
+         format_duration(needed) + " needed";
 }
 
 std::string owner_record(const std::string& owner) {
@@ -352,7 +358,7 @@ AcquireResult Redlock::attempt(const LockSpec& spec) {
   bool duplicate = std::any_of(round.results().begin(), round.results().end(),
                                [](const auto& r) { return r && r->failure == Failure::Duplicate; });
 
-  if (tally.won() && valid > Duration::zero() && !duplicate) {
+  if (tally.won() && valid > spec.min_validity && !duplicate) {
     TimePoint valid_until = round.started() + spec.ttl - drift_allowance(spec.ttl, spec.drift);
     if (faults::enabled("no-validity")) valid_until = kNever;
     std::optional<std::int64_t> fence = agreed_fence(counters, tally.needed());
@@ -362,7 +368,7 @@ AcquireResult Redlock::attempt(const LockSpec& spec) {
       fence = write_fence(spec, *std::max_element(counters.begin(), counters.end()), valid_until);
     }
     TimePoint now = network_.now();
-    if (fence && now < valid_until) {
+    if (fence && valid_until - now > spec.min_validity) {
       res.outcome = AcquireOutcome::Acquired;
       res.fence = *fence;
       res.taken_at = decided_at;
@@ -372,13 +378,17 @@ AcquireResult Redlock::attempt(const LockSpec& spec) {
     }
     release_taken(spec, holds, may_hold);
     res.outcome = AcquireOutcome::NoQuorum;
-    res.message = "the fencing token could not be stored on a quorum within the validity";
+    res.message = fence ? too_little_validity(valid_until - now, spec.min_validity)
+                        : "the fencing token could not be stored on a quorum within the validity";
     return res;
   }
 
   release_taken(spec, holds, may_hold);
   if (duplicate) check_duplicates(round.results());
-  if (tally.won()) {
+  if (tally.won() && valid > Duration::zero()) {
+    res.outcome = AcquireOutcome::NoQuorum;
+    res.message = too_little_validity(valid, spec.min_validity);
+  } else if (tally.won()) {
     res.outcome = AcquireOutcome::NoQuorum;
     res.message =
         "a quorum answered only after the lock's validity had run out (" +

@@ -40,6 +40,9 @@ struct LockSpec {
   Duration ttl = std::chrono::seconds(30);  // whole milliseconds
   double drift = 0.01;
   std::string owner;  // empty: no owner record
+  // An acquisition left with no more validity than this is given back at once (as one whose
+  // validity ran out): `run` needs the time to stop its command before the lock can expire.
+  Duration min_validity{};
 };
 
 struct WaitOptions {

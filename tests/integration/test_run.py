@@ -105,6 +105,22 @@ class ExitStatus(RunTest):
         self.assertEqual(r.code, 0, r)
         self.assertEqual(r.stderr, "")
 
+    def test_a_ttl_too_short_for_the_first_renewal_is_refused_before_any_server_is_asked(self):
+        marker = self.path("ran")
+        # 30ms: at most 27.7ms of validity, and the command must be stopped 10ms (--kill-after, a
+        # third) + 10ms (the margin) before its end, before the first renewal (--renew, 10ms).
+        r = self.rl("run", "--ttl", "30ms", "job", "--", "touch", marker)
+        self.assertEqual(r.code, 64, r)
+        self.assertTrue(r.stderr.startswith("redlock: error: --ttl 30ms is too short for run"), r)
+        self.assertEqual(r.stderr.count("\n"), 1, r)
+        self.assertIn("validity at most 27.7ms; --renew 10ms, then --kill-after 10ms and a 10ms margin", r.stderr)
+        self.assertFalse(os.path.exists(marker))
+        self.assertEqual(self.cluster.values("job"), [None] * len(self.cluster.servers))
+        # The smallest TTL that leaves time for it with the defaults, as the man page says.
+        r = self.rl("run", "--ttl", "37ms", "job", "--", "true")
+        self.assertEqual(r.code, 64, r)
+        r = self.rl("run", "--ttl", "38ms", "job", "--", "true")
+        self.assertNotEqual(r.code, 64, r)
 
 class Signals(RunTest):
     def start(self, *extra, cmd=None):

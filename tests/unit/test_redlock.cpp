@@ -135,6 +135,26 @@ TEST_CASE("a quorum that answers after the TTL is not a lock") {
   CHECK(holders(net, "tok") == 0);
 }
 
+TEST_CASE("a lock left with no more than the validity asked for is given back") {
+  // 60ms round trips and a TTL of 200ms: 200 - 60 - (2 + 2) = 136ms of validity at the decision.
+  LockSpec s = spec("tok", 200ms);
+  s.min_validity = 100ms;
+  FakeNetwork enough(3);
+  for (auto& server : enough.servers) server.latency = 60ms;
+  auto taken = Redlock(enough).acquire(s, no_wait());
+  CHECK(taken.outcome == AcquireOutcome::Acquired);
+  CHECK(taken.validity > 100ms);
+
+  s.min_validity = 136ms;
+  FakeNetwork short_of_it(3);
+  for (auto& server : short_of_it.servers) server.latency = 60ms;
+  auto r = Redlock(short_of_it).acquire(s, no_wait());
+  CHECK(r.outcome == AcquireOutcome::NoQuorum);
+  CHECK(r.message == "a quorum answered with 136ms of the lock's validity left, not more than the 136ms needed");
+  short_of_it.advance(500ms);
+  CHECK(holders(short_of_it, "tok") == 0);
+}
+
 TEST_CASE("a server configured twice is a configuration error, after cleaning up") {
   FakeNetwork net(3);
   net.servers[2].duplicate = true;
