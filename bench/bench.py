@@ -108,7 +108,7 @@ class Bench:
         # order reversed every other round and the times pooled: a drifting load hits all alike.
         self.runs, self.warmup, self.rounds = (5, 1, 1) if self.quick else (6, 1, 8)
         # Commands of a few milliseconds: more and shorter rounds.
-        self.fast = {"runs": 5, "rounds": 1} if self.quick else {"runs": 5, "rounds": 20}
+        self.fast = {"runs": 5, "rounds": 1} if self.quick else {"runs": 5, "rounds": 40}
 
     # ---- plumbing -------------------------------------------------------------------------------
 
@@ -551,6 +551,15 @@ class Bench:
         return "\n".join(out)
 
 
+def commit():
+    """The commit of the checkout the bench runs from, or None outside a git checkout."""
+    try:
+        r = subprocess.run(["git", "-C", ROOT, "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return r.stdout.strip() if r.returncode == 0 else None
+
+
 def versions(bench):
     def first_line(argv):
         try:
@@ -622,6 +631,7 @@ def main():
     command = "scripts/bench" + (" --quick" if args.quick else "") + (
         " --rows " + ",".join(rows) if rows != ROWS else "")
     doc = {"version": 1, "command": command, "quick": args.quick, "started": started.isoformat(),
+           "commit": commit(), "binary": bench.bin,
            "machine": {"cpus": os.cpu_count(), "loadavg_before": load_before, "loadavg_after": os.getloadavg()},
            "versions": versions(bench), "rows_run": rows, "seconds": timings, "lines": bench.lines,
            "errors": [{"row": r, "error": e} for r, e in bench.errors],
