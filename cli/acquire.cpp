@@ -70,6 +70,8 @@ AcquirePlan plan_acquire(const AcquireOptions& o, const GlobalOptions& global) {
   AcquirePlan plan;
   plan.spec.keys = lock_keys(global, o.name);
   plan.spec.ttl = ttl_option(o.ttl, "--ttl");
+  // CLI11's range check lets NaN through (every comparison with it is false).
+  if (!(o.drift >= 0.0 && o.drift <= 0.5)) usage_error("--drift: must be a number from 0 to 0.5");
   plan.spec.drift = o.drift;
   if (validity(plan.spec.ttl, Duration::zero(), o.drift) <= Duration::zero()) {
     usage_error("--ttl " + o.ttl + " leaves no validity after the drift allowance (TTL·drift + 2ms)");

@@ -339,6 +339,8 @@ class BadInput(ClusterTest):
         self.assert_error(["acquire", ""], 64, "NAME must not be empty")
         self.assert_error(["acquire", "job", "-E", "300"], 64, "")
         self.assert_error(["acquire", "job", "--drift", "2"], 64, "")
+        self.assert_error(["acquire", "job", "--drift", "nan"], 64, "--drift: must be a number from 0 to 0.5")
+        self.assert_error(["acquire", "job"], 64, "--drift", env={"REDLOCK_DRIFT": "nan"})
         self.assert_error(["--timeout", "0", "acquire", "job"], 64, "--timeout")
         self.assertEqual(self.cluster.values("job"), [None] * 3)
 
