@@ -122,6 +122,7 @@ class ExitStatus(RunTest):
         r = self.rl("run", "--ttl", "38ms", "job", "--", "true")
         self.assertNotEqual(r.code, 64, r)
 
+
 class Signals(RunTest):
     def start(self, *extra, cmd=None):
         cmd = cmd or ["sh", "-c", "echo $$ > %s; exec sleep 30" % self.path("child")]

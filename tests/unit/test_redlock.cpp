@@ -155,6 +155,25 @@ TEST_CASE("a lock left with no more than the validity asked for is given back") 
   CHECK(holders(short_of_it, "tok") == 0);
 }
 
+TEST_CASE("the validity asked for is checked again after the fence's second round trip") {
+  // Counters 1, 5, 9 disagree: the fence is written back, one more 60ms round trip, which leaves
+  // 200 - 120 - (2 + 2) = 76ms, less than the 100ms asked for (136ms at the decision was enough).
+  LockSpec s = spec("tok", 200ms);
+  s.min_validity = 100ms;
+  FakeNetwork net(3);
+  std::int64_t before[] = {1, 5, 9};
+  for (std::size_t i = 0; i < 3; ++i) {
+    net.servers[i].latency = 60ms;
+    net.set(i, "{job}:redlock:fence", std::to_string(before[i]), 1000h);
+  }
+  auto r = Redlock(net).acquire(s, no_wait());
+  CHECK(r.outcome == AcquireOutcome::NoQuorum);
+  CHECK(r.message == "a quorum answered with 76ms of the lock's validity left, not more than the 100ms needed");
+  CHECK(net.servers[0].log == std::vector<std::string>{"acquire", "fence", "release"});
+  net.advance(500ms);
+  CHECK(holders(net, "tok") == 0);
+}
+
 TEST_CASE("a server configured twice is a configuration error, after cleaning up") {
   FakeNetwork net(3);
   net.servers[2].duplicate = true;
