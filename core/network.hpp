@@ -76,8 +76,10 @@ class Network {
   // Runs the event loop until DONE() returns true or DEADLINE passes.
   virtual void run_until(const std::function<bool()>& done, TimePoint deadline) = 0;
 
-  // Waits (up to DEADLINE) until every request sent so far has left this process, so that a
-  // release is on its way even to servers that have not answered yet.
+  // Waits (up to DEADLINE) until every request sent so far on a connection that is up has left
+  // this process, so that a release is on its way even to servers that have not answered yet. A
+  // connection still being made (a server behind a partition, or one whose accept queue is full)
+  // has delivered nothing, so it holds nothing to undo: it is not waited for.
   virtual void flush(TimePoint deadline) = 0;
 
   // Subscribes to CHANNEL on every server (kept up, re-subscribed after a reconnect).

@@ -163,7 +163,8 @@ class Transport::Connection {
     return t;
   }
 
-  bool flushed() const { return !stream_ || (connected_ && out_pos_ == out_.size()); }
+  // Nothing reaches a server before its connection is made (and, for TLS, its handshake done).
+  bool flushed() const { return !stream_ || !connected_ || out_pos_ == out_.size(); }
 
   void expire(TimePoint now) {
     std::size_t abandoned = 0;

@@ -5,7 +5,7 @@ import socket
 import threading
 import time
 
-from harness import ClusterTest, main, redlock, free_port
+from harness import ClusterTest, main, redlock, free_port, wait_for
 
 
 class Frozen(ClusterTest):
@@ -66,6 +66,56 @@ class Frozen(ClusterTest):
             self.cluster.servers[i].freeze()
         st = self.rl("--timeout", "200ms", "status", "job")
         self.assertEqual(st.code, 69, st)
+
+
+class Unreachable(ClusterTest):
+    """A server whose connection never comes up: SYNs go unanswered, as from a host that is powered
+    off or behind a partition that drops. A listening socket whose accept queue is full does that."""
+    N = 3
+
+    def black_hole(self):
+        listener = socket.socket()
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(0)
+        port = listener.getsockname()[1]
+        fillers = []
+        for _ in range(2):
+            s = socket.socket()
+            s.setblocking(False)
+            try:
+                s.connect(("127.0.0.1", port))
+            except BlockingIOError:
+                pass
+            fillers.append(s)
+        self.addCleanup(lambda: [s.close() for s in fillers + [listener]])
+        # The next connect stays in SYN-SENT: the queue is full and nothing accepts.
+        probe = socket.socket()
+        probe.settimeout(0.3)
+        with self.assertRaises(socket.timeout):
+            probe.connect(("127.0.0.1", port))
+        probe.close()
+        return "127.0.0.1:%d" % port
+
+    def test_acquire_answers_without_waiting_for_the_connection(self):
+        servers = self.cluster.spec + "," + self.black_hole()
+        r = redlock(["--timeout", "3s", "--json", "acquire", "job"], servers=servers)
+        self.assertEqual(r.code, 0, r)
+        # The quorum (3 of 4) answered at once; nothing was sent to the fourth, so nothing needs
+        # to reach it before the answer: its --timeout is not waited out.
+        self.assertLess(r.elapsed, 1.5)
+        self.assertEqual([s["ok"] for s in r.json()["servers"]], [True, True, True, False])
+        self.assertEqual(self.cluster.values("job"), [r.json()["token"].encode()] * 3)
+
+    def test_a_failed_attempt_still_waits_to_release_where_it_may_hold(self):
+        # Two servers answer, the third is frozen (connected: the acquire reached its socket), the
+        # fourth unreachable. No quorum; the frozen one gets its release before redlock exits.
+        self.cluster.servers[2].freeze()
+        servers = self.cluster.spec + "," + self.black_hole()
+        r = redlock(["--timeout", "300ms", "--json", "acquire", "job"], servers=servers)
+        self.assertEqual(r.code, 69, r)
+        self.assertLess(r.elapsed, 1.5)
+        self.cluster.servers[2].thaw()
+        wait_for(lambda: self.cluster.values("job") == [None] * 3, timeout=5, what="no key left")
 
 
 class ScriptCache(ClusterTest):

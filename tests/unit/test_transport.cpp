@@ -192,6 +192,28 @@ TEST_CASE("one frozen server does not hold up the answers of the others") {
   server.join();
 }
 
+TEST_CASE("flush waits for what is queued on a connection that is up, not for one still being made") {
+  Listener silent;  // accepts nothing, but its queue has room: the kernel completes the connect
+  test::BlackHole hole;
+  TransportOptions o;
+  o.timeout = 2s;
+  Transport t({silent.url(), hole.url()}, o);
+  t.send(0, Request::command({"PING"}), [](Result) {});
+  t.send(1, Request::command({"PING"}), [](Result) {});
+  auto start = Clock::now();
+  t.flush(Clock::now() + 2s);
+  CHECK(Clock::now() - start < 500ms);
+  // What flush waited for has arrived: the request sits in the silent server's socket.
+  Fd conn(accept(silent.fd.get(), nullptr, nullptr));
+  REQUIRE(conn);
+  char buf[512];
+  timeval tv{1, 0};
+  setsockopt(conn.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  auto n = read(conn.get(), buf, sizeof buf);
+  REQUIRE(n > 0);
+  CHECK(std::string(buf, static_cast<std::size_t>(n)).find("PING") != std::string::npos);
+}
+
 TEST_CASE("a name that does not resolve is that server's failure") {
   Transport t({parse_server_url("redis://no-such-host.invalid:6379")}, fast());
   Result r = one_request(t);
