@@ -209,20 +209,15 @@ void Redlock::settle(const Round& round) {
   // /etc/hosts takes microseconds), so a configuration that lists a server twice is refused every
   // time, however busy the machine. A second address of a server that already answered reaches
   // the same process, which answers both connections within an event-loop turn or two: a short
-  // grace (the slowest answer so far again, plus 200 us) lets its INFO show the duplicate, while a
-  // frozen server costs only the grace, not --timeout. Safety hangs on neither wait (a second
-  // answer from one process is marked Duplicate when it arrives and never counts, and a server
-  // not heard from has no vote to count twice); they make the refusal reliable, and `doctor`
-  // waits for every answer.
+  // fixed grace lets its INFO show the duplicate, while a frozen server costs only that grace, not
+  // a multiple of the round trip. Safety hangs on neither wait (a second answer from one process
+  // is marked Duplicate when it arrives and never counts, and a server not heard from has no vote
+  // to count twice); they make the refusal reliable, and `status`, `release` and `doctor` wait
+  // for every answer.
   if (round.complete()) return;
   network_.run_until([&] { return round.complete() || !network_.resolving(); }, round.started() + timeout_);
   if (round.complete()) return;
-  Duration slowest{};
-  for (const auto& r : round.results()) {
-    if (r) slowest = std::max(slowest, r->latency);
-  }
-  const Duration grace = std::min(slowest + std::chrono::microseconds(200), timeout_);
-  network_.run_until([&] { return round.complete(); }, network_.now() + grace);
+  network_.run_until([&] { return round.complete(); }, network_.now() + std::min(kDuplicateGrace, timeout_));
 }
 
 void Redlock::spread_fence(const LockSpec& spec, std::int64_t fence,

@@ -141,8 +141,8 @@ class Redlock {
   AcquireResult attempt(const LockSpec& spec);
   // Releases TOKEN after a failed attempt on the servers in MAY_HOLD; waits for those in HOLDS.
   void release_taken(const LockSpec& spec, const std::vector<bool>& holds, const std::vector<bool>& may_hold);
-  // Gives the servers not heard from a moment to answer once the outcome is known, so that a
-  // duplicate server is refused however the answers raced.
+  // Once the outcome is known, waits for names still being resolved (so that two names of one
+  // endpoint are refused however the answers raced), then kDuplicateGrace for the rest.
   void settle(const Round& round);
   // Sends FENCE (set-if-greater) to the servers whose answer did not carry it, without waiting.
   void spread_fence(const LockSpec& spec, std::int64_t fence, const std::vector<std::optional<Result>>& answers);
@@ -156,6 +156,11 @@ class Redlock {
 
 // The fence a quorum of acquire answers agree on (their counters), if NEEDED of them are equal.
 std::optional<std::int64_t> agreed_fence(const std::vector<std::int64_t>& counters, std::size_t needed);
+
+// How long acquire and extend, their outcome known, still listen for servers not heard from: a
+// second address of a server that answered is the same process, which answers both connections
+// within an event-loop turn or two, and is refused when it does. A frozen server costs only this.
+inline constexpr Duration kDuplicateGrace = std::chrono::microseconds(200);
 
 // Throws the configuration error of a server that turned out to be another configured server.
 void check_duplicates(const std::vector<std::optional<Result>>& results);

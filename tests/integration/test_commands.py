@@ -422,6 +422,13 @@ class SameServerTwice(ClusterTest):
         c.freeze()
         self.refused_every_time("%s,127.0.0.2:%d,%s" % (a.address, a.port, c.address), "run_id", rounds=5)
 
+    def test_two_addresses_of_one_server_by_run_id_when_the_quorum_needs_neither(self):
+        # All healthy: a, b and c make the quorum (3 of 4) whatever c' says; c' is the same process
+        # as c and shows itself within the short grace acquire gives the servers not heard from.
+        a, b, c = self.cluster.servers
+        self.refused_every_time("%s,%s,%s,127.0.0.2:%d" % (a.address, b.address, c.address, c.port), "run_id",
+                                rounds=10)
+
     def test_two_names_of_one_endpoint_with_a_frozen_server(self):
         a, b, c = self.cluster.servers
         c.freeze()

@@ -64,7 +64,9 @@ TEST_CASE("the outcome is decided without waiting on frozen or slow servers") {
   TimePoint start = net.now();
   auto r = lock.acquire(spec(), no_wait());
   REQUIRE(r.outcome == AcquireOutcome::Acquired);
-  CHECK(net.now() - start < 5ms);
+  // Three answered after 1 ms: the outcome is known then; the frozen and the slow one cost only
+  // the short grace in which a second address of an answered server would show itself.
+  CHECK(net.now() - start == 1ms + kDuplicateGrace);
   CHECK(r.servers[3].result == "unknown");
 }
 
