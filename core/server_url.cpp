@@ -190,7 +190,7 @@ ServerUrl parse_server_url(std::string_view text) {
     if (query != std::string_view::npos) {
       std::string_view q = path.substr(query + 1);
       path = path.substr(0, query);
-      if (q.substr(0, 3) != "db=")
+      if (q.substr(0, 3) != "db=" || q.find('&') != std::string_view::npos)
         config_error("unknown query '" + std::string(q) + "' in server URL '" + shown + "' (only db=N)");
       url.db = parse_number(q.substr(3), 0, 1 << 20, "db", shown);
     }
@@ -200,6 +200,10 @@ ServerUrl parse_server_url(std::string_view text) {
     return url;
   }
 
+  if (auto extra = rest.find_first_of("?#"); extra != std::string_view::npos) {
+    config_error("unexpected '" + std::string(rest.substr(extra)) + "' in server URL '" + shown +
+                 "' (a query is for unix:// only, as ?db=N; give the database as redis://HOST:PORT/DB)");
+  }
   auto slash = rest.find('/');
   std::string_view hostport = rest.substr(0, slash);
   if (slash != std::string_view::npos) {

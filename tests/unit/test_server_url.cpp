@@ -61,10 +61,29 @@ TEST_CASE("server URLs: every form of the contract") {
 }
 
 TEST_CASE("server URLs: mistakes are configuration errors that never show the password") {
-  for (const char* bad :
-       {"", "http://h", "redis://", "redis://h:0", "redis://h:65536", "redis://h:x", "redis://h:", "redis://h/x",
-        "redis://h/-1", "unix://relative/path", "unix:///p?db=x", "unix:///p?foo=1", "redis://[::1", "redis://[zz]:1",
-        "redis://::1:6379", "h:1/2", "redis://u:pw@h:99999", "redis://u:%zz@h", "redis://u:%4@h"}) {
+  for (const char* bad : {"",
+                          "http://h",
+                          "redis://",
+                          "redis://h:0",
+                          "redis://h:65536",
+                          "redis://h:x",
+                          "redis://h:",
+                          "redis://h/x",
+                          "redis://h/-1",
+                          "unix://relative/path",
+                          "unix:///p?db=x",
+                          "unix:///p?foo=1",
+                          "redis://[::1",
+                          "redis://[zz]:1",
+                          "redis://::1:6379",
+                          "h:1/2",
+                          "redis://u:pw@h:99999",
+                          "redis://u:%zz@h",
+                          "redis://u:%4@h",
+                          "redis://u:pw@h:1?db=2",
+                          "rediss://h#x",
+                          "h:1?x",
+                          "unix:///p?db=2&x=1"}) {
     CAPTURE(bad);
     try {
       parse_server_url(bad);
@@ -74,6 +93,24 @@ TEST_CASE("server URLs: mistakes are configuration errors that never show the pa
       CHECK(std::string(e.what()).find("pw") == std::string::npos);
     }
   }
+}
+
+TEST_CASE("server URLs: a query or fragment is named as what is wrong") {
+  auto message = [](const char* url) {
+    try {
+      parse_server_url(url);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  CHECK(message("redis://h:7001?db=1") ==
+        "unexpected '?db=1' in server URL 'redis://h:7001?db=1' (a query is for unix:// only, as ?db=N; give the "
+        "database as redis://HOST:PORT/DB)");
+  CHECK(message("redis://u:p?w@h:1/2#x").find("unexpected '#x' in server URL 'redis://u:***@h:1/2#x'") == 0);
+  CHECK(message("unix:///s?db=2&x=1").find("unknown query 'db=2&x=1'") == 0);
+  // A password may hold them: they count only after the '@'.
+  CHECK(parse_server_url("redis://u:p?w#d@h:1").password == "p?w#d");
 }
 
 TEST_CASE("server URLs: redacted form hides the password") {
