@@ -126,6 +126,12 @@ class Runner {
   }
 
  private:
+  // run reports only whether a quorum released, never a server's own answer: it waits for that
+  // outcome, not for a frozen or unreachable server's --timeout; the requests are on their way.
+  ReleaseResult release(const std::string& token) {
+    return redlock_->release(plan_.acquire.spec.keys, token, false, Redlock::ReleaseWait::Outcome);
+  }
+
   int finish(const std::string& outcome, int status) {
     report_["outcome"] = outcome;
     report_["exit_status"] = status;
@@ -151,7 +157,7 @@ class Runner {
 
     int stopped_by = signals_->first_caught(kStopWaiting);
     if (acq.outcome == AcquireOutcome::Acquired && stopped_by) {
-      redlock_->release(ap.spec.keys, ap.spec.token, false);
+      release(ap.spec.token);
       acq.outcome = AcquireOutcome::Interrupted;
     }
     switch (acq.outcome) {
@@ -191,7 +197,7 @@ class Runner {
     spec.own_group = !isatty(STDIN_FILENO);
     Child child(spec, *signals_);
     if (child.exec_errno()) {
-      redlock_->release(ap.spec.keys, acq.token, false);
+      release(acq.token);
       return exec_failed(child);
     }
 
@@ -204,7 +210,7 @@ class Runner {
 
     if (!lost.empty()) {
       // Ours or not, a compare-and-delete touches only our token.
-      redlock_->release(ap.spec.keys, acq.token, false);
+      release(acq.token);
       std::fprintf(stderr, "redlock: error: %s: lock lost while the command ran: %s\n",
                    printable(o_.acquire.name).c_str(), lost.c_str());
       report_["message"] = lost;
@@ -299,7 +305,7 @@ class Runner {
       }
       return;
     }
-    ReleaseResult r = redlock_->release(ap.spec.keys, acq.token, false);
+    ReleaseResult r = release(acq.token);
     report_["released"] = r.released;
     if (!r.released) {
       warn(global_, printable(o_.acquire.name) + ": release failed: " + r.message);

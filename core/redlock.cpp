@@ -576,7 +576,7 @@ ExtendResult Redlock::extend(const LockKeys& keys, const std::string& token, Dur
   return round.result();
 }
 
-ReleaseResult Redlock::release(const LockKeys& keys, const std::string& token, bool force) {
+ReleaseResult Redlock::release(const LockKeys& keys, const std::string& token, bool force, ReleaseWait wait) {
   Round round(network_, [&](std::size_t) {
     bool any = force || faults::enabled("release-any");
     return Request::eval(kReleaseScript, {keys.lock, keys.owner}, {token, keys.channel, any ? "1" : "0", "released"});
@@ -586,7 +586,9 @@ ReleaseResult Redlock::release(const LockKeys& keys, const std::string& token, b
     Vote::Kind k = classify_flag(r);
     return force && k == Vote::Kind::No ? Vote::Kind::Yes : k;
   };
-  network_.run_until([&] { return round.complete(); }, kNever);
+  network_.run_until(
+      [&] { return round.complete() || (wait == ReleaseWait::Outcome && count(round.results(), classify).decided()); },
+      kNever);
   check_duplicates(round.results());
 
   ReleaseResult res;

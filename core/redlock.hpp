@@ -133,8 +133,13 @@ class Redlock {
   // configuration error when two configured servers turn out to be one.
   AcquireResult acquire(const LockSpec& spec, const WaitOptions& wait);
   ExtendResult extend(const LockKeys& keys, const std::string& token, Duration ttl, double drift);
+  // How long a release waits: for every server's answer (each up to --timeout), so that each one's
+  // outcome is known; or only until a quorum said released, or too many said not, since the
+  // requests have left for every server that can run them all the same.
+  enum class ReleaseWait { EveryServer, Outcome };
   // Compare-and-delete (or delete whatever is there when FORCE), and wake the waiters.
-  ReleaseResult release(const LockKeys& keys, const std::string& token, bool force);
+  ReleaseResult release(const LockKeys& keys, const std::string& token, bool force,
+                        ReleaseWait wait = ReleaseWait::EveryServer);
   StatusResult status(const LockKeys& keys);
 
  private:

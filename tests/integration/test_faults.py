@@ -1,6 +1,8 @@
 """Servers that fail: frozen (SIGSTOP), answering garbage, nothing listening, a flushed script cache.
 A dead or frozen server costs at most --timeout and never blocks the answer of the others."""
 
+import json
+import os
 import socket
 import threading
 import time
@@ -25,6 +27,19 @@ class Frozen(ClusterTest):
         rel = self.rl("--timeout", "500ms", "release", "job", "--token", token)
         self.assertEqual(rel.code, 0, rel)
         self.assertLess(time.monotonic() - start, 1.0)
+
+    def test_run_does_not_wait_out_the_frozen_servers_release(self):
+        # run reports only whether a quorum released; the frozen ones have their release queued
+        # behind their acquire and run both, in that order, when they wake.
+        self.cluster.servers[0].freeze()
+        self.cluster.servers[2].freeze()
+        r = self.rl("--timeout", "2s", "run", "-n", "job", "--", "true")
+        self.assertEqual(r.code, 0, r)
+        self.assertLess(r.elapsed, 1.0)
+        self.assertNotIn("release failed", r.stderr)
+        self.cluster.servers[0].thaw()
+        self.cluster.servers[2].thaw()
+        wait_for(lambda: self.cluster.values("job") == [None] * 5, timeout=5, what="no key left")
 
     def test_three_of_five_frozen_is_69_quickly_and_leaves_no_key(self):
         for i in (0, 2, 4):
@@ -105,6 +120,16 @@ class Unreachable(ClusterTest):
         self.assertLess(r.elapsed, 1.5)
         self.assertEqual([s["ok"] for s in r.json()["servers"]], [True, True, True, False])
         self.assertEqual(self.cluster.values("job"), [r.json()["token"].encode()] * 3)
+
+    def test_run_does_not_wait_for_it_either(self):
+        servers = self.cluster.spec + "," + self.black_hole()
+        report = os.path.join(self.cluster.workdir, "report.json")
+        r = redlock(["--timeout", "3s", "run", "-n", "job", "--report", report, "--", "true"], servers=servers)
+        self.assertEqual(r.code, 0, r)
+        self.assertLess(r.elapsed, 1.5)
+        with open(report) as f:
+            self.assertTrue(json.load(f)["released"])
+        self.assertEqual(self.cluster.values("job"), [None] * 3)
 
     def test_a_failed_attempt_still_waits_to_release_where_it_may_hold(self):
         # Two servers answer, the third is frozen (connected: the acquire reached its socket), the

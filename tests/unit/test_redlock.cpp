@@ -434,6 +434,30 @@ TEST_CASE("release: compare-and-delete, --force, and not held") {
   CHECK(again.deleted == 0);
 }
 
+TEST_CASE("release: every server's answer, or only the outcome") {
+  FakeNetwork net(5, 100ms);
+  Redlock lock(net);
+  REQUIRE(lock.acquire(spec(), no_wait()).outcome == AcquireOutcome::Acquired);
+  net.servers[3].frozen = true;
+  TimePoint start = net.now();
+  auto every = lock.release(spec().keys, "tok", false);
+  CHECK(every.released);
+  CHECK(net.now() - start == 100ms);  // the frozen one's --timeout
+  CHECK(every.servers[3].result == "timeout");
+
+  net.thaw(3);  // runs the release it was sent: nothing left
+  REQUIRE(lock.acquire(spec(), no_wait()).outcome == AcquireOutcome::Acquired);
+  net.servers[3].frozen = true;
+  start = net.now();
+  auto outcome = lock.release(spec().keys, "tok", false, Redlock::ReleaseWait::Outcome);
+  CHECK(outcome.released);
+  CHECK(net.now() - start == 1ms);  // three said released after 1 ms
+  CHECK(outcome.tally.yes >= 3);
+  CHECK(holders(net, "tok") == 1);  // the frozen one, whose release waits in its socket
+  net.thaw(3);
+  CHECK(holders(net, "tok") == 0);
+}
+
 TEST_CASE("release and extend short of a quorum name the servers that failed, not only the token") {
   FakeNetwork net(5);
   Redlock lock(net);
