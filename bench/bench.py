@@ -116,7 +116,7 @@ class Bench:
         if not os.path.exists(self.bin):
             raise Missing("redlock binary not found at %s (set REDLOCK_BIN)" % self.bin)
         tools = {"hyperfine": "hyperfine", "redis-server": "redis-server", "redis-cli": "redis-tools",
-                 "flock": "util-linux", "/usr/bin/time": "time", "node": "nodejs"}
+                 "flock": "util-linux", "/usr/bin/time": "time", "node": "nodejs", "cc": "gcc"}
         for tool, package in tools.items():
             if subprocess.run(["sh", "-c", "command -v %s" % shlex.quote(tool)], stdout=subprocess.DEVNULL).returncode:
                 raise Missing("%s not found (Debian package %s)" % (tool, package))
@@ -320,10 +320,21 @@ class Bench:
             self.redlock("-S", c9.spec(n), "acquire", "-n", name)
             cmds.append((str(n), "%s -S %s acquire -n %s" % (self.bin, c9.spec(n), name),
                          "%s -S %s release --force %s" % (self.bin, c9.spec(n), name)))
+        # The floor on this machine: the least any one-shot client of N servers does (bench/floor.c).
+        floor = self.path("floor")
+        built = subprocess.run(["cc", "-O2", "-o", floor, os.path.join(HERE, "floor.c")], capture_output=True)
+        if built.returncode != 0:
+            raise RuntimeError("cc bench/floor.c: %s" % built.stderr.decode(errors="replace")[-500:])
+        for n in (3, 9):
+            ports = " ".join(str(s.port) for s in c9.servers[:n])
+            cmds.append(("floor-%d" % n, "%s bench-floor-%d %s" % (floor, n, ports),
+                         "%s -bench-floor-%d %s" % (floor, n, ports)))
         st = self.hyperfine(cmds, shell=False, **self.fast)
         for n in (5, 7, 9):
             self.timed_line("scale", "`acquire -n` at %d servers" % n, st[str(n)], st["3"], "at 3 servers",
                             target="9 ≤ 1.3× 3" if n == 9 else "report", limit=1.3 if n == 9 else None)
+        self.timed_line("scale", "the same for `bench/floor.c` (connect, `SET NX PX`, close: the least a client "
+                        "can do) at 9 servers", st["floor-9"], st["floor-3"], "at 3 servers")
 
     @staticmethod
     def _blocked_in_flock(pid, inode):
