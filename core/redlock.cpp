@@ -586,8 +586,9 @@ ReleaseResult Redlock::release(const LockKeys& keys, const std::string& token, b
     Vote::Kind k = classify_flag(r);
     return force && k == Vote::Kind::No ? Vote::Kind::Yes : k;
   };
+  // Every answer in means decided too; the outcome alone comes sooner when a server is frozen.
   network_.run_until(
-      [&] { return round.complete() || (wait == ReleaseWait::Outcome && count(round.results(), classify).decided()); },
+      [&] { return wait == ReleaseWait::Outcome ? count(round.results(), classify).decided() : round.complete(); },
       kNever);
   check_duplicates(round.results());
 
