@@ -171,15 +171,17 @@ int run_acquire(const AcquireOptions& o, const GlobalOptions& global) {
   AcquireResult r = redlock.acquire(plan.spec, plan.wait);
   int stopped_by = signals.first_caught({SIGINT, SIGTERM, SIGHUP});
   if (r.outcome == AcquireOutcome::Acquired && stopped_by) {
-    // Stopped while the last attempt was out: give it back rather than leave it to its TTL.
-    redlock.release(plan.spec.keys, plan.spec.token, false);
+    // Stopped while the last attempt was out: give it back rather than leave it to its TTL. As in
+    // run, only until a quorum released: a frozen server has its release on the way.
+    redlock.release(plan.spec.keys, plan.spec.token, false, Redlock::ReleaseWait::Outcome);
     r.outcome = AcquireOutcome::Interrupted;
   }
   if (r.outcome == AcquireOutcome::Acquired && !o.token_file.empty()) {
     try {
       write_token_file(o.token_file, r.token);
     } catch (const Error&) {
-      redlock.release(plan.spec.keys, plan.spec.token, false);
+      redlock.release(plan.spec.keys, plan.spec.token, false, Redlock::ReleaseWait::Outcome);
+      transport->flush(Clock::now() + request_timeout(global));
       throw;
     }
   }

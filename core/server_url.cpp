@@ -58,7 +58,10 @@ void parse_userinfo(std::string_view& rest, ServerUrl& url) {
   }
   std::string_view user = userinfo.substr(0, colon);
   if (!user.empty()) url.user = percent_decode(user, "user");
-  url.password = percent_decode(userinfo.substr(colon + 1), "password");
+  // "redis://:@host" or "redis://user:@host" gives no password (as redis-py and go-redis read it):
+  // the password then comes from --password-file or REDLOCK_PASSWORD, if any.
+  auto password = percent_decode(userinfo.substr(colon + 1), "password");
+  if (!password.empty()) url.password = std::move(password);
 }
 
 void parse_host_port(std::string_view hostport, ServerUrl& url, const std::string& shown) {

@@ -41,6 +41,20 @@ class Frozen(ClusterTest):
         self.cluster.servers[2].thaw()
         wait_for(lambda: self.cluster.values("job") == [None] * 5, timeout=5, what="no key left")
 
+    def test_acquire_that_cannot_keep_its_lock_gives_it_back_without_waiting_out_the_frozen(self):
+        # The token file cannot be written: the lock goes back, and the exit waits for a quorum's
+        # release, not for the frozen servers' --timeout.
+        self.cluster.servers[1].freeze()
+        self.cluster.servers[3].freeze()
+        r = self.rl("--timeout", "2s", "acquire", "-n", "job", "--token-file", os.path.join(self.scratch_dir(), "none", "token"))
+        self.assertEqual(r.code, 78, r)
+        self.assertIn("--token-file", r.stderr)
+        self.assertLess(r.elapsed, 1.0)
+        self.assertEqual(self.cluster.values("job")[0::2], [None] * 3)
+        self.cluster.servers[1].thaw()
+        self.cluster.servers[3].thaw()
+        wait_for(lambda: self.cluster.values("job") == [None] * 5, timeout=5, what="no key left")
+
     def test_three_of_five_frozen_is_69_quickly_and_leaves_no_key(self):
         for i in (0, 2, 4):
             self.cluster.servers[i].freeze()

@@ -28,6 +28,15 @@ TEST_CASE("server URLs: every form of the contract") {
     CHECK_FALSE(u.user);
     CHECK(*u.password == "pw");
   }
+  SUBCASE("an empty password is none: the password file or the environment may give one") {
+    auto none = parse_server_url("redis://:@h:1");
+    CHECK_FALSE(none.user);
+    CHECK_FALSE(none.password);
+    auto user_only = parse_server_url("redis://alice:@h:1");
+    CHECK(*user_only.user == "alice");
+    CHECK_FALSE(user_only.password);
+    CHECK(user_only.redacted() == "redis://alice@h:1");
+  }
   SUBCASE("percent escapes let a password hold ':' and '@'") {
     auto u = parse_server_url("redis://u:a%3Ab%40c@h");
     CHECK(*u.password == "a:b@c");
