@@ -117,6 +117,17 @@ class Passwords(Servers):
         self.assertEqual(r.code, 0, r)
         self.assertEqual(self.get(self.servers[1], "job"), r.out.strip())
 
+    def test_an_empty_password_in_the_url_is_none(self):
+        # redis://:@host gives no password (as redis-py and go-redis read it): the variable's is used.
+        empty = [url(s, "") for s in self.servers]
+        self.assertTrue(empty[0].startswith("redis://:@"), empty[0])
+        r = self.rl(empty, "acquire", "job", env={"REDLOCK_PASSWORD": PASSWORD})
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual(self.get(self.servers[2], "job"), r.out.strip())
+        r = self.rl(empty, "status", "job")
+        self.assertEqual(r.code, 69, r)
+        self.assertIn("NOAUTH", r.stdout)
+
     def test_password_file_with_a_private_mode(self):
         pw = self.password_file(PASSWORD + "\n", 0o600)
         r = self.rl(self.plain_urls(), "--password-file", pw, "acquire", "job")
