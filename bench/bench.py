@@ -225,6 +225,49 @@ class Bench:
                             "cpu_ms": median(cpu[label])}
         return stats
 
+    def cpu_split(self, cluster, commands, runs):
+        """COMMANDS: [(label, command, prepare)], run RUNS times each in blocks that alternate their
+        order. Returns {label: {"client_us", "servers_us"}}, the means per run of the command's own
+        CPU time (user + system, wait4's rusage) and of every thread of CLUSTER's servers
+        (/proc/PID/task/*/schedstat, nanoseconds on the CPU), counted from just before the command
+        starts to 2 ms after it ends, so that the servers' handling of its closed connections is in
+        it and the prepare's is not."""
+        def servers_ns():
+            total = 0
+            for server in cluster.servers:
+                task_dir = "/proc/%d/task" % server.proc.pid
+                for tid in os.listdir(task_dir):
+                    try:
+                        with open(os.path.join(task_dir, tid, "schedstat")) as f:
+                            total += int(f.read().split()[0])
+                    except OSError:  # a thread that just ended
+                        pass
+            return total
+
+        quiet = [(os.POSIX_SPAWN_OPEN, fd, os.devnull, os.O_RDWR, 0) for fd in (0, 1, 2)]
+
+        def run(argv):
+            pid = os.posix_spawnp(argv[0], argv, self.env, file_actions=quiet)
+            _, status, usage = os.wait4(pid, 0)
+            if not os.WIFEXITED(status) or os.WEXITSTATUS(status) != 0:
+                raise RuntimeError("%s failed (wait status %d)" % (shlex.join(argv), status))
+            return (usage.ru_utime + usage.ru_stime) * 1e6
+
+        sums = {label: [0.0, 0.0, 0] for label, _, _ in commands}
+        blocks = 10
+        for b in range(blocks):
+            for label, cmd, prep in (commands if b % 2 == 0 else list(reversed(commands))):
+                for _ in range(max(1, runs // blocks)):
+                    run(shlex.split(prep))
+                    time.sleep(0.002)
+                    before = servers_ns()
+                    client = run(shlex.split(cmd))
+                    time.sleep(0.002)
+                    sums[label][0] += client
+                    sums[label][1] += (servers_ns() - before) / 1000.0
+                    sums[label][2] += 1
+        return {label: {"client_us": c / n, "servers_us": sv / n} for label, (c, sv, n) in sums.items()}
+
     def line(self, row, measure, redlock, reference, ratio=None, target="report", met=None, **extra):
         entry = {"row": row, "measure": measure, "redlock": redlock, "reference": reference, "ratio": ratio,
                  "target": target, "met": met}
@@ -335,6 +378,24 @@ class Bench:
                             target="9 ≤ 1.3× 3" if n == 9 else "report", limit=1.3 if n == 9 else None)
         self.timed_line("scale", "the same for `bench/floor.c` (connect, `SET NX PX`, close: the least a client "
                         "can do) at 9 servers", st["floor-9"], st["floor-3"], "at 3 servers")
+        # Where the time of an extra server goes: CPU, the client's own and the servers', per run.
+        # With every process on the same few CPUs, the extra servers' CPU adds to the wall time
+        # instead of overlapping as it would with each server on its own machine.
+        picked = [c for c in cmds if c[0] in ("3", "9", "floor-3", "floor-9")]
+        cpu = self.cpu_split(c9, picked, 40 if self.quick else 300)
+
+        def per_server(label):
+            a, b = cpu[label + "3"], cpu[label + "9"]
+            client, servers = (b["client_us"] - a["client_us"]) / 6, (b["servers_us"] - a["servers_us"]) / 6
+            return {"client_us": client, "servers_us": servers, "value": client + servers, "unit": "µs",
+                    "text": "%.0f µs (client %.0f + servers %.0f)" % (client + servers, client, servers), "runs": cpu}
+
+        ours, floor_cost = per_server(""), per_server("floor-")
+        self.line("scale", "CPU time one extra server costs an `acquire -n` (its client and the servers, "
+                  "from 3 to 9 servers; rusage and schedstat)", ours,
+                  dict(floor_cost, text=floor_cost["text"] + " `bench/floor.c`"),
+                  ours["value"] / floor_cost["value"] if floor_cost["value"] > 0 else None, "report", None,
+                  cpus=os.cpu_count())
 
     @staticmethod
     def _blocked_in_flock(pid, inode):
