@@ -579,7 +579,13 @@ ExtendResult Redlock::extend(const LockKeys& keys, const std::string& token, Dur
 ReleaseResult Redlock::release(const LockKeys& keys, const std::string& token, bool force, ReleaseWait wait) {
   Round round(network_, [&](std::size_t) {
     bool any = force || faults::enabled("release-any");
-    return Request::eval(kReleaseScript, {keys.lock, keys.owner}, {token, keys.channel, any ? "1" : "0", "released"});
+    Request r =
+        Request::eval(kReleaseScript, {keys.lock, keys.owner}, {token, keys.channel, any ? "1" : "0", "released"});
+    // Waiting for the outcome only, the process may be gone before a server that lost its script
+    // cache (a restart, SCRIPT FLUSH) answers NOSCRIPT: the script goes with its body, so that no
+    // server left unwaited for needs a second round trip to drop the lock.
+    r.with_body = wait == ReleaseWait::Outcome;
+    return r;
   });
   // A forced release succeeds wherever the server answered; otherwise where the token was deleted.
   auto classify = [force](const Result& r) {

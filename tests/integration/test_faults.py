@@ -41,6 +41,20 @@ class Frozen(ClusterTest):
         self.cluster.servers[2].thaw()
         wait_for(lambda: self.cluster.values("job") == [None] * 5, timeout=5, what="no key left")
 
+    def test_run_releases_on_servers_it_does_not_wait_for_even_without_their_scripts(self):
+        # The command empties the script cache of two servers and freezes them: run's release waits
+        # for the other three only, and is gone before the frozen two could answer NOSCRIPT to a
+        # bare EVALSHA. Its release carries the script, so they drop the lock as soon as they wake.
+        late = self.cluster.servers[3:]
+        child = "; ".join(["redis-cli -p %d SCRIPT FLUSH >/dev/null" % s.port for s in late] +
+                          ["kill -STOP %s" % " ".join(str(s.proc.pid) for s in late)])
+        r = self.rl("--timeout", "2s", "run", "-n", "job", "--ttl", "60s", "-c", child)
+        for s in late:
+            s.thaw()
+        self.assertEqual(r.code, 0, r)
+        self.assertLess(r.elapsed, 1.5)
+        wait_for(lambda: self.cluster.values("job") == [None] * 5, timeout=3, what="the lock gone everywhere")
+
     def test_acquire_that_cannot_keep_its_lock_gives_it_back_without_waiting_out_the_frozen(self):
         # The token file cannot be written: the lock goes back, and the exit waits for a quorum's
         # release, not for the frozen servers' --timeout.
