@@ -16,10 +16,6 @@
 
 namespace redlock::cli {
 
-namespace {
-
-// Writes TOKEN to PATH with mode 0600 from the first byte: a private temporary file in the same
-// directory, renamed over PATH.
 void write_token_file(const std::string& path, const std::string& token) {
   std::string tmp = path + ".tmp." + std::to_string(getpid());
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
@@ -33,8 +29,6 @@ void write_token_file(const std::string& path, const std::string& token) {
     config_error("--token-file '" + path + "': " + std::strerror(err));
   }
 }
-
-}  // namespace
 
 void add_acquire_options(CLI::App& sub, AcquireOptions& o) {
   sub.add_option("NAME", o.name, "the lock's name")->required();
@@ -141,6 +135,7 @@ int run_acquire(const AcquireOptions& o, const GlobalOptions& global) {
   if (auto reentered = reentry_status(redlock, plan)) {
     const StatusResult& s = *reentered;
     bool held = s.state == LockState::Held;
+    if (held && !o.token_file.empty()) write_token_file(o.token_file, plan.spec.token);
     if (global.json) {
       j["acquired"] = held;
       j["nested"] = true;

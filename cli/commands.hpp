@@ -40,6 +40,9 @@ struct AcquirePlan {
 };
 
 void add_acquire_options(CLI::App& sub, AcquireOptions& options);
+// --token-file: TOKEN written to PATH with mode 0600 from the first byte (a private temporary file
+// in the same directory, renamed over PATH); a configuration error (78) when it cannot be.
+void write_token_file(const std::string& path, const std::string& token);
 AcquirePlan plan_acquire(const AcquireOptions& options, const GlobalOptions& global);
 // The JSON of an acquisition (acquire, and run's report).
 void json_acquisition(Json& j, const AcquireResult& r);

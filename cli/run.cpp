@@ -2,6 +2,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -155,7 +156,14 @@ class Runner {
     report_["child_exit"] = nullptr;
     report_["signal"] = nullptr;
 
-    int stopped_by = signals_->first_caught(kStopWaiting);
+    // The signals that came while waiting were for redlock: TERM, INT and HUP end the wait, and
+    // QUIT, USR1 and USR2 are dropped rather than delivered to the command the moment it starts.
+    int stopped_by = 0;
+    for (const auto& caught : signals_->take()) {
+      bool stops = std::find(kStopWaiting.begin(), kStopWaiting.end(), caught.sig) != kStopWaiting.end();
+      if (stops && !stopped_by) stopped_by = caught.sig;
+      if (!stops && caught.sig != SIGCHLD) verbose(global_, 1, "ignored " + signal_name(caught.sig) + " while waiting");
+    }
     if (acq.outcome == AcquireOutcome::Acquired && stopped_by) {
       release(ap.spec.token);
       acq.outcome = AcquireOutcome::Interrupted;
@@ -180,6 +188,15 @@ class Runner {
         report_["signal"] = signal_name(stopped_by ? stopped_by : SIGTERM);
         return finish("interrupted", 128 + (stopped_by ? stopped_by : SIGTERM));
     }
+    if (!o_.acquire.token_file.empty()) {
+      try {
+        write_token_file(o_.acquire.token_file, acq.token);
+      } catch (const Error&) {
+        release(acq.token);  // a lock nobody can name is given back, and CMD never runs
+        transport_->flush(Clock::now() + request_timeout(global_));
+        throw;
+      }
+    }
     report_["token"] = acq.token;
     report_["fence"] = acq.fence;
     verbose(global_, 1, "acquired " + printable(o_.acquire.name) + ", fence " + std::to_string(acq.fence));
@@ -201,7 +218,8 @@ class Runner {
       return exec_failed(child);
     }
 
-    Lease lease(*transport_, ap.spec.keys, acq.token, ap.spec.ttl, ap.spec.drift, acq.valid_until, plan_.renew);
+    Lease lease(*transport_, ap.spec.keys, acq.token, ap.spec.ttl, ap.spec.drift, acq.valid_until, plan_.renew,
+                ap.spec.min_validity);
     std::string lost = supervise(child, lease, acq);
     report_["renewals"] = lease.renewals();
     report_["held_ms"] = json_ms(Clock::now() - acq.taken_at);
@@ -336,6 +354,7 @@ class Runner {
       std::fprintf(stderr, "redlock: error: %s: %s\n", printable(o_.acquire.name).c_str(), reentry_refusal(s));
       return s.no_quorum ? finish("no_quorum", exit_code::kNoQuorum) : finish("lost", o_.lost_exit_code);
     }
+    if (!o_.acquire.token_file.empty()) write_token_file(o_.acquire.token_file, plan_.acquire.spec.token);
     ChildSpec spec;
     spec.argv = plan_.argv;
     spec.set_env.emplace_back("REDLOCK_SERVERS", servers_for_child());

@@ -76,6 +76,7 @@ struct Launch {
   const SignalCatcher* signals;
   const std::vector<std::string>* candidates;
   char** argv;
+  char** shell_argv;  // "sh", a slot for the file, then argv[1...]: for a script without "#!"
   char** envp;
   pid_t parent;
   int exec_errno;  // written by the child when no exec succeeded
@@ -91,6 +92,14 @@ int launch_child(void* arg) {
   int err = ENOENT;
   for (const auto& c : *launch->candidates) {
     execve(c.c_str(), launch->argv, launch->envp);
+    if (errno == ENOEXEC) {
+      // An executable without "#!" or a known format is a shell script, as execvp and the shell
+      // run it (flock and timeout do too).
+      launch->shell_argv[1] = const_cast<char*>(c.c_str());
+      execve("/bin/sh", launch->shell_argv, launch->envp);
+      err = errno == ENOENT ? ENOEXEC : errno;  // no /bin/sh: the file's own failure is the answer
+      break;
+    }
     // Keep looking on "not there"; any other failure of a found file is the answer.
     if (errno != ENOENT && errno != ENOTDIR) {
       err = errno;
@@ -141,6 +150,9 @@ Child::Child(const ChildSpec& spec, const SignalCatcher& signals) : own_group_(s
   std::vector<char*> argv;
   for (auto& s : argv_strings) argv.push_back(s.data());
   argv.push_back(nullptr);
+  std::string shell_name = "sh";
+  std::vector<char*> shell_argv = {shell_name.data(), nullptr};
+  shell_argv.insert(shell_argv.end(), argv.begin() + 1, argv.end());
   // PATH search as execvp does it, with the child's environment's PATH.
   const char* path_env = std::getenv("PATH");
   std::string path = path_env ? path_env : "/usr/local/bin:/usr/bin:/bin";
@@ -158,7 +170,7 @@ Child::Child(const ChildSpec& spec, const SignalCatcher& signals) : own_group_(s
     }
   }
 
-  Launch launch{spec.own_group, &signals, &candidates, argv.data(), envp.data(), getpid(), 0};
+  Launch launch{spec.own_group, &signals, &candidates, argv.data(), shell_argv.data(), envp.data(), getpid(), 0};
   // clone(CLONE_VM | CLONE_VFORK), as posix_spawn does it: no page tables copied, and we resume
   // only once the child has exec'd or given up, with its errno in LAUNCH. posix_spawn itself
   // cannot set PR_SET_PDEATHSIG.

@@ -11,8 +11,11 @@ namespace redlock {
 
 class Lease {
  public:
+  // RENEW_EVERY is the cadence while renewals succeed. RESERVE is the validity the holder needs
+  // at the end (to stop its work): a renewal is always started while there is time for another
+  // before valid_until − RESERVE, however little validity the lock was taken with.
   Lease(Network& network, LockKeys keys, std::string token, Duration ttl, double drift, TimePoint valid_until,
-        Duration renew_every);
+        Duration renew_every, Duration reserve);
 
   TimePoint valid_until() const { return valid_until_; }
   // When the next renewal is due (kNever while one is out).
@@ -35,6 +38,9 @@ class Lease {
   Event poll();
 
  private:
+  // The next renewal: AFTER from now, but no later than halfway to the last moment one could help.
+  TimePoint schedule(TimePoint now, Duration after) const;
+
   Network& network_;
   LockKeys keys_;
   std::string token_;
@@ -42,6 +48,7 @@ class Lease {
   double drift_;
   TimePoint valid_until_;
   Duration renew_every_;
+  Duration reserve_;
   TimePoint next_renewal_;
   std::optional<ExtendRound> round_;
   std::size_t renewals_ = 0;

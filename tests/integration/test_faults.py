@@ -7,7 +7,7 @@ import socket
 import threading
 import time
 
-from harness import ClusterTest, main, redlock, free_port, wait_for
+from harness import ClusterTest, main, redlock, free_port, spawn, wait_for
 
 
 class Frozen(ClusterTest):
@@ -68,6 +68,27 @@ class Frozen(ClusterTest):
         self.cluster.servers[1].thaw()
         self.cluster.servers[3].thaw()
         wait_for(lambda: self.cluster.values("job") == [None] * 5, timeout=5, what="no key left")
+
+    def test_run_taken_slowly_renews_before_its_short_validity_is_used_up(self):
+        # A quorum answers only after 1.2s of a 3s TTL: 1.77s of validity, of which the last 1.1s
+        # are kept for stopping the command. The first renewal must come before that, not after
+        # the usual TTL/3, or the command is stopped with the servers healthy.
+        frozen = self.cluster.servers[:3]
+        for s in frozen:
+            s.freeze()
+        report = os.path.join(self.scratch_dir(), "report.json")
+        p = spawn(["--timeout", "2s", "run", "job", "--ttl", "3s", "--report", report, "--", "sleep", "2"],
+                  servers=self.cluster)
+        try:
+            time.sleep(1.2)
+        finally:
+            for s in frozen:
+                s.thaw()
+        self.assertEqual(p.wait(timeout=10), 0)
+        with open(report) as f:
+            j = json.load(f)
+        self.assertEqual(j["outcome"], "child_exited", j)
+        self.assertGreaterEqual(j["renewals"], 2, j)
 
     def test_three_of_five_frozen_is_69_quickly_and_leaves_no_key(self):
         for i in (0, 2, 4):

@@ -70,6 +70,21 @@ class ExitStatus(RunTest):
         self.assertEqual((r.code, r.stderr.splitlines()[-1:]), (127, ["redlock: error: no\\nsuch: command not found"]), r)
         self.assertEqual(self.cluster.values("job"), [None] * 5)
 
+    def test_a_script_without_a_hash_bang_line_runs_in_the_shell(self):
+        # As execvp, flock and timeout do: ENOEXEC means a shell script.
+        bindir = self.path("bin")
+        os.mkdir(bindir)
+        script = os.path.join(bindir, "plain-script")
+        with open(script, "w") as f:
+            f.write('echo "ran with $1 $2 fence=$REDLOCK_FENCE"\nexit 3\n')
+        os.chmod(script, 0o755)
+        for argv0, env in ((script, None), ("plain-script", {"PATH": bindir + ":" + os.environ["PATH"]})):
+            with self.subTest(argv0=argv0):
+                r = self.rl("run", "job", "--", argv0, "a b", "c", env=env)
+                self.assertEqual(r.code, 3, r)
+                self.assertRegex(r.stdout, r"^ran with a b c fence=\d+\n$")
+        self.assertEqual(self.cluster.values("job"), [None] * 5)
+
     def test_busy_75_or_conflict_code_and_the_command_never_runs(self):
         self.rl("acquire", "job")
         marker = self.path("ran")
@@ -173,6 +188,23 @@ class Signals(RunTest):
                 self.assertFalse(os.path.exists(marker))
                 rep = self.report("r.json")
                 self.assertEqual(rep["outcome"], "interrupted")
+
+
+    def test_other_signals_while_waiting_are_not_saved_up_for_the_command(self):
+        # QUIT, USR1 and USR2 sent while run waits do not end the wait, and they are not delivered
+        # to the command when it starts: it runs and ends by itself.
+        holder = spawn(["run", "job", "--", "sleep", "1"], servers=self.cluster)
+        wait_for(lambda: self.cluster.values("job")[0] is not None, what="the holder's lock")
+        p = spawn(["run", "job", "--report", self.path("r.json"), "--", "sh", "-c", "sleep 0.3; echo ran"],
+                  servers=self.cluster, stdout=subprocess.PIPE)
+        time.sleep(0.3)
+        for sig in (signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2):
+            os.kill(p.pid, sig)
+        out, _ = p.communicate(timeout=10)
+        self.assertEqual(holder.wait(timeout=10), 0)
+        self.assertEqual((p.returncode, out), (0, b"ran\n"))
+        rep = self.report("r.json")
+        self.assertEqual((rep["outcome"], rep["signal"]), ("child_exited", None), rep)
 
 
 class Terminal(RunTest):
@@ -480,6 +512,38 @@ class Child(RunTest):
         r = self.rl("run", "job", "--report", self.path("bad.json"), "--ttl", "0", "--", "true")
         self.assertEqual(r.code, 64)
         self.assertEqual(self.report("bad.json")["outcome"], "error")
+
+
+class TokenFile(RunTest):
+    def test_the_token_is_written_before_the_command_starts(self):
+        tf = self.path("token")
+        r = self.rl("run", "job", "--token-file", tf, "--", "sh", "-c", 'cat "$1"; echo "$REDLOCK_TOKEN"; stat -c %a "$1"',
+                    "sh", tf)
+        self.assertEqual(r.code, 0, r)
+        from_file, from_env, mode = r.stdout.split("\n")[:3]
+        self.assertEqual((from_file, mode), (from_env, "600"), r)
+        self.assertRegex(from_env, r"^[0-9a-f]{32}$")
+
+    def test_a_token_file_that_cannot_be_written_is_78_and_the_command_never_runs(self):
+        marker = self.path("ran")
+        r = self.rl("run", "job", "--token-file", self.path("no/such/dir/token"), "--report", self.path("r.json"),
+                    "--", "touch", marker)
+        self.assertEqual(r.code, 78, r)
+        self.assertIn("--token-file", r.stderr)
+        self.assertEqual(len(r.stderr.splitlines()), 1, r)
+        self.assertFalse(os.path.exists(marker))
+        self.assertEqual(self.report("r.json")["outcome"], "error")
+        self.assertEqual(self.cluster.values("job"), [None] * 5)
+
+    def test_a_nested_run_writes_the_inherited_token(self):
+        tf = self.path("token")
+        r = self.rl("run", "job", "--", "sh", "-c",
+                    '%s run job --token-file "$1" -- true && cat "$1" && echo "$REDLOCK_TOKEN"' % redlock_binary(),
+                    "sh", tf)
+        self.assertEqual(r.code, 0, r)
+        lines = r.stdout.split()
+        self.assertEqual(len(lines), 2, r)
+        self.assertEqual(lines[0], lines[1], r)
 
 
 class Concurrent(RunTest):

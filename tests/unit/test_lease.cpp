@@ -28,7 +28,7 @@ struct Held {
 
 TEST_CASE("a renewal moves the validity deadline on and schedules the next") {
   Held h;
-  Lease lease(h.net, h.keys, "tok", 3s, 0.01, h.valid_until, 1s);
+  Lease lease(h.net, h.keys, "tok", 3s, 0.01, h.valid_until, 1s, 0ms);
   CHECK(lease.next_renewal() == h.net.now() + 1s);
   h.net.advance(1s);
   lease.start_renewal();
@@ -41,7 +41,7 @@ TEST_CASE("a renewal moves the validity deadline on and schedules the next") {
 
 TEST_CASE("servers down: the renewal failed, not the lock; try again soon") {
   Held h;
-  Lease lease(h.net, h.keys, "tok", 3s, 0.01, h.valid_until, 1s);
+  Lease lease(h.net, h.keys, "tok", 3s, 0.01, h.valid_until, 1s, 0ms);
   for (std::size_t i : Ids{0, 1, 2}) h.net.servers[i].down = true;
   lease.start_renewal();
   CHECK(h.settle(lease) == Lease::Event::Failed);
@@ -51,7 +51,7 @@ TEST_CASE("servers down: the renewal failed, not the lock; try again soon") {
 
 TEST_CASE("a quorum without our token: the lock is gone") {
   Held h;
-  Lease lease(h.net, h.keys, "tok", 3s, 0.01, h.valid_until, 1s);
+  Lease lease(h.net, h.keys, "tok", 3s, 0.01, h.valid_until, 1s, 0ms);
   for (std::size_t i : Ids{0, 1, 2}) h.net.set(i, "job", "thief", 3s);
   lease.start_renewal();
   CHECK(h.settle(lease) == Lease::Event::Gone);
@@ -60,10 +60,44 @@ TEST_CASE("a quorum without our token: the lock is gone") {
 
 TEST_CASE("two servers lost and one frozen: failed for now, not gone") {
   Held h;
-  Lease lease(h.net, h.keys, "tok", 3s, 0.01, h.valid_until, 1s);
+  Lease lease(h.net, h.keys, "tok", 3s, 0.01, h.valid_until, 1s, 0ms);
   h.net.servers[0].data.clear();
   h.net.servers[1].data.clear();
   h.net.servers[2].frozen = true;
   lease.start_renewal();
   CHECK(h.settle(lease) == Lease::Event::Failed);
+}
+
+TEST_CASE("a lock taken with little validity is renewed in time, not only after the cadence") {
+  // Taken slowly: 1.77s of validity left, of which the last 1.1s are needed to stop the command.
+  Held h;
+  const TimePoint valid_until = h.net.now() + 1770ms;
+  Lease lease(h.net, h.keys, "tok", 3s, 0.01, valid_until, 1s, 1100ms);
+  CHECK(lease.next_renewal() == h.net.now() + 335ms);  // halfway to the last moment, not 1s
+  for (std::size_t i : Ids{0, 1, 2}) h.net.servers[i].down = true;
+  h.net.advance(335ms);
+  lease.start_renewal();
+  CHECK(h.settle(lease) == Lease::Event::Failed);
+  CHECK(lease.next_renewal() > h.net.now());
+  CHECK(lease.next_renewal() < valid_until - 1100ms);  // again before the last moment
+  for (std::size_t i : Ids{0, 1, 2}) h.net.servers[i].down = false;
+  h.net.advance(lease.next_renewal() - h.net.now());
+  lease.start_renewal();
+  CHECK(h.settle(lease) == Lease::Event::Renewed);
+  CHECK(lease.valid_until() > valid_until + 1s);
+  CHECK(lease.next_renewal() == h.net.now() + 1s);  // the cadence again, with a full validity
+}
+
+TEST_CASE("a cadence chosen to fit is kept as it is") {
+  // 30s lock, --renew 15s, 10.1s reserved: 15s and a retry at 18.75s both come before 19.6s.
+  FakeNetwork net{5};
+  const TimePoint valid_until = net.now() + 29700ms;
+  Lease lease(net, derive_keys("job"), "tok", 30s, 0.01, valid_until, 15s, 10100ms);
+  CHECK(lease.next_renewal() == net.now() + 15s);
+}
+
+TEST_CASE("at the cut-off, retries keep a floor instead of spinning") {
+  Held h;
+  Lease lease(h.net, h.keys, "tok", 3s, 0.01, h.net.now() + 1100ms, 1s, 1100ms);
+  CHECK(lease.next_renewal() == h.net.now() + 1ms);
 }
