@@ -24,6 +24,7 @@ int run_extend(const ExtendOptions& o, const GlobalOptions& global) {
   auto transport = connect_servers(global);
   Redlock redlock(*transport, request_timeout(global));
   ExtendResult r = redlock.extend(keys, token, ttl, 0.01);
+  transport->flush(Clock::now() + request_timeout(global));  // to the servers not waited for
 
   if (global.json) {
     Json j = json_head("extend", o.name, keys.lock);

@@ -214,11 +214,11 @@ const char* probe_name(std::size_t k) {
     case kStatus:
       return "status script";
     case kFence:
-      return "fence script (sent as EVAL)";
+      return "fence script";
     case kRelease:
       return "release script";
     case kLeftOver:
-      return "status script";
+      return "status script (sent as EVALSHA)";
     case kSubscribe:
       return "SUBSCRIBE";
     default:
@@ -239,15 +239,18 @@ std::vector<Request> probe_requests(const LockKeys& keys, const std::string& tok
                               {token, ttl_ms, "0 redlock doctor", keys.channel});
   r[kExtend] = Request::eval(kExtendScript, {keys.lock, keys.owner}, {token, ttl_ms});
   r[kStatus] = Request::eval(kStatusScript, {keys.lock, keys.owner, keys.fence}, {});
-  // Proposing 0 reads the counter and never writes it. Sent as EVAL: redlock sends the body
-  // itself after a NOSCRIPT and for cleanups, so EVAL must be allowed as well as EVALSHA.
+  // Proposing 0 reads the counter and never writes it.
   r[kFence] = Request::eval(kFenceScript, {keys.fence}, {"0"});
-  r[kFence].with_body = true;
   r[kRelease] = Request::eval(kReleaseScript, {keys.lock, keys.owner}, {token, keys.channel, "0", "released"});
+  // All sent as EVAL, which redlock uses after a NOSCRIPT and for what it does not wait for: the
+  // probes depend on their order, and the EVAL that answers a NOSCRIPT would go at the end of
+  // the pipeline, after the clean-up and the look for what is left.
+  for (std::size_t k : {kAcquire, kExtend, kStatus, kFence, kRelease}) r[k].with_body = true;
   // The fencing counter outlives a release by design (fences never go back); this key is thrown
   // away, so its counter goes too, if taking the lock made one.
   r[kCleanup] = Request::command({"DEL", keys.fence});
-  // A script refused half-way has done what came before the refusal: look for what is left.
+  // A script refused half-way has done what came before the refusal: look for what is left. As
+  // EVALSHA, the way redlock sends its scripts first: the status script is cached by now.
   r[kLeftOver] = Request::eval(kStatusScript, {keys.lock, keys.owner, keys.fence}, {});
   r[kSubscribe] = Request::command({"SUBSCRIBE", keys.channel});
   // Back to normal mode; redlock itself never unsubscribes, so a refusal here is not reported.
@@ -259,8 +262,8 @@ void read_probe(ServerFacts& f, const Batch& batch, std::size_t i) {
   f.probed = true;
   for (std::size_t k = kAcquire; k <= kSubscribe; ++k) {
     const Result& r = *batch.result(i, k);
-    // The status script is reported as kStatus; a refused DEL leaves a key, reported below.
-    if ((k == kLeftOver || k == kCleanup) && !r.ok()) continue;
+    // A refused DEL leaves a key, reported below.
+    if (k == kCleanup && !r.ok()) continue;
     if (r.ok()) continue;
     if (answered(r) || r.failure == Failure::Auth) {
       f.denied.push_back(std::string(probe_name(k)) + ": " + r.error);

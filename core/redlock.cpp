@@ -530,7 +530,12 @@ AcquireResult Redlock::acquire(const LockSpec& spec, const WaitOptions& wait) {
 
 ExtendRound::ExtendRound(Network& network, const LockKeys& keys, const std::string& token, Duration ttl, double drift)
     : network_(network), ttl_(ttl), drift_(drift), round_(network, [&](std::size_t) {
-        return Request::eval(kExtendScript, {keys.lock, keys.owner}, {token, ms_string(ttl)});
+        // With its body, as release's: the answer of a server after the quorum is not waited for,
+        // and one that lost its script cache (restart, SCRIPT FLUSH) would answer a bare EVALSHA
+        // with a NOSCRIPT nobody reads, keeping the old expiry there.
+        Request r = Request::eval(kExtendScript, {keys.lock, keys.owner}, {token, ms_string(ttl)});
+        r.with_body = true;
+        return r;
       }) {}
 
 Tally ExtendRound::tally() const {

@@ -67,6 +67,17 @@ class Healthy(ClusterTest):
         # Nothing under any name: not the key, not its owner record, not a fencing counter.
         self.assertEqual(keys_everywhere(self.cluster), [])
 
+    def test_an_empty_script_cache_changes_nothing(self):
+        # After a restart or SCRIPT FLUSH the probe runs in the same order (a NOSCRIPT retried at
+        # the end of the pipeline would come after the clean-up): fit, and nothing left behind.
+        for attempt in range(4):
+            for s in self.cluster.servers:
+                with s.client() as c:
+                    c.call("SCRIPT", "FLUSH")
+            r = self.rl("--timeout", "2s", "--json", "doctor")
+            self.assertEqual(r.code, 0, (attempt, r))
+            self.assertEqual(keys_everywhere(self.cluster), [], attempt)
+
     def test_the_probe_does_not_touch_existing_locks(self):
         token = self.rl("acquire", "job", "--ttl", "20s").stdout.strip()
         self.assertEqual(self.rl("--timeout", "2s", "doctor").code, 0)
@@ -187,6 +198,18 @@ class RestrictedUser(ClusterTest):
         self.assertEqual(c["persistence"]["verdict"], "unknown")
         self.assertIsNone(r.json()["servers"][0]["appendfsync"])
         self.assertIn("appendfsync unknown", c["persistence"]["servers"][0]["detail"])
+        self.assertEqual(keys_everywhere(self.cluster), [])
+
+
+    def test_a_refused_evalsha_is_an_acl_failure(self):
+        with self.cluster.servers[2].client() as c:
+            c.call("ACL", "SETUSER", "locker", "-evalsha")
+        r = redlock(["--timeout", "2s", "--json", "doctor"], servers=self.servers_as("locker"))
+        self.assertEqual(r.code, 1, r)
+        acl = checks_of(r)["acl"]
+        self.assertEqual(acl["verdict"], "fail")
+        details = {n["server"]: n["detail"] for n in acl["servers"]}
+        self.assertIn("EVALSHA", details["redis://locker:***@%s" % self.cluster.servers[2].address], details)
         self.assertEqual(keys_everywhere(self.cluster), [])
 
 

@@ -211,6 +211,23 @@ class ScriptCache(ClusterTest):
                 c.call("SCRIPT", "FLUSH")
         self.assertEqual(self.rl("acquire", "job").code, 0)
 
+    def test_extend_reaches_a_server_it_does_not_wait_for_even_without_its_script(self):
+        # The third server lost its scripts and is frozen: extend decides on the other two and is
+        # gone before it could answer NOSCRIPT to a bare EVALSHA. Its extend carries the script,
+        # so the third server's expiry moves on too as soon as it wakes.
+        token = self.rl("acquire", "job", "--ttl", "60s").stdout.strip()
+        late = self.cluster.servers[2]
+        with late.client() as c:
+            c.call("SCRIPT", "FLUSH")
+        late.freeze()
+        try:
+            r = self.rl("--timeout", "2s", "extend", "job", "--token", token, "--ttl", "300s")
+        finally:
+            late.thaw()
+        self.assertEqual(r.code, 0, r)
+        self.assertLess(r.elapsed, 1.5)
+        wait_for(lambda: late.pttl("job") > 200000, timeout=3, what="the late server's expiry moved on")
+
     def test_restarted_servers_without_scripts(self):
         self.assertEqual(self.rl("acquire", "a").code, 0)
         for s in self.cluster.servers:
