@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -152,7 +153,7 @@ int run_acquire(const AcquireOptions& o, const GlobalOptions& global) {
       std::printf("%s\n", plan.spec.token.c_str());
     }
     if (held) return exit_code::kOk;
-    if (!global.json) {
+    if (!global.json && (s.no_quorum || !global.quiet)) {
       std::fprintf(stderr, "redlock: %s%s: %s\n", s.no_quorum ? "error: " : "", printable(o.name).c_str(),
                    reentry_refusal(s));
     }
@@ -182,13 +183,24 @@ int run_acquire(const AcquireOptions& o, const GlobalOptions& global) {
   }
   transport->flush(Clock::now() + request_timeout(global));
 
+  // A reader that went away must fail the write (EPIPE), not kill us with the lock held.
+  std::signal(SIGPIPE, SIG_IGN);
+  bool delivered = true;
   if (global.json) {
     json_acquisition(j, r);
-    print_json(j);
+    delivered = print_json(j);
+  } else if (r.outcome == AcquireOutcome::Acquired) {
+    delivered = print_line(r.token);
+  }
+  if (r.outcome == AcquireOutcome::Acquired && !delivered) {
+    // Nobody has seen the token, so nobody could release the lock before its TTL: give it back.
+    int err = errno;
+    redlock.release(plan.spec.keys, plan.spec.token, false, Redlock::ReleaseWait::Outcome);
+    transport->flush(Clock::now() + request_timeout(global));
+    config_error(std::string("stdout: ") + std::strerror(err) + "; the lock was given back");
   }
   switch (r.outcome) {
     case AcquireOutcome::Acquired:
-      if (!global.json) std::printf("%s\n", r.token.c_str());
       verbose(global, 1,
               "acquired " + printable(o.name) + " on " + std::to_string(r.tally.yes) + " of " +
                   std::to_string(r.tally.total) + " servers, fence " + std::to_string(r.fence));

@@ -227,11 +227,13 @@ Json json_quorum(const Tally& tally) {
   return {{"needed", tally.needed()}, {"ok", tally.yes}, {"total", tally.total}};
 }
 
-void print_json(const Json& object) {
-  std::string text = object.dump(-1, ' ', false, Json::error_handler_t::replace);
-  text.push_back('\n');
-  std::fwrite(text.data(), 1, text.size(), stdout);
-  std::fflush(stdout);
+bool print_line(const std::string& line) {
+  bool ok = std::fwrite(line.data(), 1, line.size(), stdout) == line.size() && std::fputc('\n', stdout) != EOF;
+  return std::fflush(stdout) == 0 && ok;
+}
+
+bool print_json(const Json& object) {
+  return print_line(object.dump(-1, ' ', false, Json::error_handler_t::replace));
 }
 
 std::optional<std::string> inherited_token() {

@@ -80,7 +80,10 @@ Json json_quorum(const Tally& tally);
 double json_ms(Duration d);
 // Prints OBJECT on stdout as one line. Names and values are bytes; what is not valid UTF-8 is
 // written as U+FFFD, so that a binary name never breaks the output.
-void print_json(const Json& object);
+// One line on stdout, written out at once; false (errno set) when it could not be (stdout closed,
+// a full disk).
+bool print_json(const Json& object);
+bool print_line(const std::string& line);
 
 // The default --owner: user@host:pid, plus the CI job when a known CI variable is set.
 std::string default_owner();

@@ -38,8 +38,10 @@ int run_extend(const ExtendOptions& o, const GlobalOptions& global) {
     j["servers"] = json_servers(r.servers);
     print_json(j);
   } else if (!r.extended) {
-    std::fprintf(stderr, "redlock: %s%s: %s\n", r.no_quorum ? "error: " : "", printable(o.name).c_str(),
-                 r.message.c_str());
+    if (r.no_quorum || !global.quiet) {  // not held is an answer, not an error: -q keeps it quiet
+      std::fprintf(stderr, "redlock: %s%s: %s\n", r.no_quorum ? "error: " : "", printable(o.name).c_str(),
+                   r.message.c_str());
+    }
   }
   if (r.extended) return exit_code::kOk;
   return r.no_quorum ? exit_code::kNoQuorum : exit_code::kNotHeld;

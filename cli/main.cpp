@@ -1,5 +1,8 @@
 // redlock: a distributed lock for shell scripts, over N independent Redis masters.
+#include <fcntl.h>
+
 #include <CLI/CLI.hpp>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -121,6 +124,12 @@ int fail(bool json, const std::string& command, int code, const std::string& mes
 }  // namespace
 
 int main(int argc, char** argv) {
+  // A closed stdin, stdout or stderr becomes /dev/null opened for reading: the connections made
+  // later never land on them (a token printed into a Redis connection), and a write there fails
+  // (EBADF) as it would have, so acquire still gives back a lock whose token nobody could see.
+  for (int fd = 0; fd <= 2; ++fd) {
+    if (fcntl(fd, F_GETFD) < 0 && errno == EBADF && open("/dev/null", O_RDONLY) != fd) break;
+  }
   GlobalOptions global;
   Action action;
   CLI::App app{"redlock: a distributed lock for shell scripts, over N independent Redis masters", "redlock"};

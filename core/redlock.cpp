@@ -322,7 +322,8 @@ AcquireResult Redlock::attempt(const LockSpec& spec) {
   AcquireResult res;
   res.token = spec.token;
   res.ttl = spec.ttl;
-  res.tally = tally;
+  // Reported as every answer in by now (settle may have heard more than the deciding quorum).
+  res.tally = count(round.results(), classify);
   TimePoint decided_at = network_.now();
   Duration valid = validity(spec.ttl, decided_at - round.started(), spec.drift);
 

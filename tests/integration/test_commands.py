@@ -4,9 +4,10 @@ the exit codes, the JSON, the options and their REDLOCK_* variables."""
 import os
 import re
 import stat
+import subprocess
 import time
 
-from harness import ClusterTest, main, redlock
+from harness import ClusterTest, clean_env, main, redlock, redlock_binary
 
 TOKEN = re.compile(rb"^[0-9a-f]{32}\n$")
 
@@ -81,6 +82,14 @@ class Acquire(ClusterTest):
         self.assertEqual(busy["reason"], "busy")
         self.assertIsNone(busy["token"])
 
+    def test_quorum_ok_counts_every_server_that_took_it(self):
+        # The count agrees with the servers' results, including answers heard after the decision.
+        for i in range(5):
+            j = self.rl("acquire", "-n", "job%d" % i, "--json").json()
+            locked = sum(1 for s in j["servers"] if s["result"] == "locked")
+            self.assertEqual(j["quorum"]["ok"], locked, j)
+            self.assertEqual(locked, sum(v is not None for v in self.cluster.values("job%d" % i)), j)
+
     def test_token_reacquire_resets_the_ttl(self):
         self.assertEqual(self.rl("acquire", "--token", "mine", "--ttl", "2s", "job").code, 0)
         r = self.rl("acquire", "--token", "mine", "--ttl", "20s", "-n", "job")
@@ -131,6 +140,46 @@ class Acquire(ClusterTest):
         r = self.rl("acquire", "job", "--json", "-q")
         self.assertEqual(r.code, 0, r)
         self.assertEqual(r.json()["command"], "acquire")
+
+
+class TokenNobodySaw(ClusterTest):
+    """A token that cannot be written to stdout is a lock nobody could release: it is given back."""
+    N = 3
+
+    def acquire_to(self, stdout, *extra):
+        env = clean_env(None)
+        env["REDLOCK_SERVERS"] = self.cluster.spec
+        return subprocess.run([redlock_binary()] + list(extra) + ["acquire", "job"], env=env, stdout=stdout,
+                              stderr=subprocess.PIPE, timeout=30)
+
+    def test_a_full_disk_or_a_closed_stdout(self):
+        for extra in ([], ["--json"]):
+            with self.subTest(extra=extra), open("/dev/full", "w") as full:
+                p = self.acquire_to(full, *extra)
+                self.assertEqual(p.returncode, 78, p)
+                self.assertIn(b"stdout: No space left on device", p.stderr)
+                self.assertEqual(self.cluster.values("job"), [None] * 3)
+
+    def test_a_closed_stdout(self):
+        # No connection takes its place (the token written into it would be lost, the lock kept).
+        env = clean_env(None)
+        env["REDLOCK_SERVERS"] = self.cluster.spec
+        p = subprocess.run(["sh", "-c", 'exec "$0" acquire job >&-', redlock_binary()], env=env,
+                           stderr=subprocess.PIPE, timeout=30)
+        self.assertEqual(p.returncode, 78, p)
+        self.assertIn(b"stdout: Bad file descriptor", p.stderr)
+        self.assertEqual(self.cluster.values("job"), [None] * 3)
+
+    def test_a_reader_that_went_away(self):
+        r, w = os.pipe()
+        os.close(r)
+        try:
+            p = self.acquire_to(w)
+        finally:
+            os.close(w)
+        self.assertEqual(p.returncode, 78, p)
+        self.assertEqual(p.stderr.decode().splitlines(), ["redlock: error: stdout: Broken pipe; the lock was given back"])
+        self.assertEqual(self.cluster.values("job"), [None] * 3)
 
 
 class Names(ClusterTest):
@@ -191,6 +240,22 @@ class Extend(ClusterTest):
         # Decided as soon as a quorum agreed; the others were extended too.
         self.assertGreaterEqual(j["quorum"]["ok"], 3)
         self.assertTrue(all(s.pttl("job") > 29000 for s in self.cluster.servers))
+
+    def test_quiet_keeps_an_answer_off_stderr_but_not_an_error(self):
+        # -q: nothing on stderr but errors. "Not held with this token" is an answer (exit 1).
+        self.rl("acquire", "job")
+        env = {"REDLOCK_KEY": "job", "REDLOCK_TOKEN": "not-mine"}
+        for args, inside in ((["extend", "job", "--token", "nope"], None), (["release", "job", "--token", "nope"], None),
+                             (["acquire", "-n", "job"], env)):
+            with self.subTest(args=args):
+                loud = self.rl(*args, env=inside)
+                self.assertEqual(loud.code, 1 if args[0] != "acquire" else 75, loud)
+                self.assertEqual(len(loud.stderr.splitlines()), 1, loud)
+                quiet = self.rl("-q", *args, env=inside)
+                self.assertEqual((quiet.code, quiet.stderr), (loud.code, ""), quiet)
+                dead = redlock(["-q", "--timeout", "200ms"] + args, servers="127.0.0.1:1", env=inside)
+                self.assertEqual(dead.code, 69, dead)
+                self.assertRegex(dead.stderr, r"^redlock: error: job: [^\n]*\n$")
 
     def test_wrong_token_is_1_and_changes_nothing(self):
         token = self.rl("acquire", "job", "--ttl", "10s").stdout.strip()
