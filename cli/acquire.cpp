@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
@@ -144,8 +145,18 @@ int run_acquire(const AcquireOptions& o, const GlobalOptions& global) {
       j["token"] = held ? Json(plan.spec.token) : Json(nullptr);
       auto fence = reentry_fence(plan);
       j["fence"] = held && fence ? Json(*fence) : Json(nullptr);
-      j["ttl_ms"] = s.ttl_ms;
+      j["ttl_ms"] = std::chrono::duration_cast<std::chrono::milliseconds>(plan.spec.ttl).count();
+      // Nothing was taken: the validity is what the enclosing holder's lock has left, as a quorum
+      // reported it, less the time since and the drift allowance.
+      if (held && s.ttl_ms >= 0) {
+        Duration left = std::chrono::milliseconds(s.ttl_ms) - s.elapsed -
+                        drift_allowance(std::chrono::milliseconds(s.ttl_ms), plan.spec.drift);
+        j["validity_ms"] = json_ms(std::max(left, Duration::zero()));
+      } else {
+        j["validity_ms"] = held ? Json(nullptr) : Json(0.0);
+      }
       j["elapsed_ms"] = json_ms(s.elapsed);
+      j["attempts"] = 1;
       j["quorum"] = json_quorum(s.tally);
       j["servers"] = json_servers(s.servers);
       print_json(j);

@@ -97,7 +97,7 @@ RunPlan plan_run(const RunOptions& o, const GlobalOptions& global) {
 }
 
 // Written with mode 0600 (it carries the token), replacing FILE as a whole.
-void write_report(const std::string& path, const Json& report) {
+void write_report(const std::string& path, const Json& report, const GlobalOptions& global) {
   if (path.empty()) return;
   std::string text = report.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n";
   std::string tmp = path + ".tmp." + std::to_string(getpid());
@@ -105,8 +105,9 @@ void write_report(const std::string& path, const Json& report) {
   bool ok = fd >= 0 && ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
   if (fd >= 0) ok = ::close(fd) == 0 && ok;
   if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0) {
+    int err = errno;
     ::unlink(tmp.c_str());
-    std::fprintf(stderr, "redlock: warning: --report '%s': %s\n", path.c_str(), std::strerror(errno));
+    warn(global, "--report '" + printable(path) + "': " + std::strerror(err));
   }
 }
 
@@ -347,6 +348,10 @@ class Runner {
   // renews and releases it.
   int run_nested(const StatusResult& s) {
     report_["nested"] = true;
+    report_["held_ms"] = 0;  // until the command has run (the enclosing run renews the lock)
+    report_["renewals"] = 0;
+    report_["child_exit"] = nullptr;
+    report_["signal"] = nullptr;
     report_["token"] = plan_.acquire.spec.token;
     auto fence = reentry_fence(plan_.acquire);
     report_["fence"] = s.state == LockState::Held && fence ? Json(*fence) : Json(nullptr);
@@ -360,6 +365,7 @@ class Runner {
     spec.set_env.emplace_back("REDLOCK_SERVERS", servers_for_child());
     spec.unset_env = {"REDLOCK_PASSWORD"};
     spec.own_group = !isatty(STDIN_FILENO);
+    const TimePoint started = Clock::now();
     Child child(spec, *signals_);
     if (child.exec_errno()) return exec_failed(child);
     while (!child.reap()) {
@@ -369,6 +375,7 @@ class Runner {
       }
       transport_->run_until([&] { return signals_->any(); }, kNever);
     }
+    report_["held_ms"] = json_ms(Clock::now() - started);
     if (auto code = child.exit_code()) report_["child_exit"] = *code;
     if (auto sig = child.term_signal()) report_["signal"] = signal_name(*sig);
     return finish(child.term_signal() ? "child_signaled" : "child_exited", child.exit_status());
@@ -395,10 +402,10 @@ int run_run(const RunOptions& o, const GlobalOptions& global) {
                                 : e.kind() == ErrorKind::Config ? exit_code::kConfig
                                                                 : exit_code::kInternal},
                        {"message", e.what()}};
-    write_report(o.report, report);
+    write_report(o.report, report, global);
     throw;
   }
-  write_report(o.report, report);
+  write_report(o.report, report, global);
   if (global.json) print_json(report);
   return status;
 }

@@ -421,8 +421,17 @@ class Child(RunTest):
         acquired = json.loads(acquired)
         self.assertTrue(acquired["nested"] and acquired["acquired"], acquired)
         self.assertEqual(acquired["fence"], int(fence))
+        # Every key of the acquire object: the TTL asked for (the default), the validity the
+        # enclosing run's lock has left.
+        self.assertEqual((acquired["ttl_ms"], acquired["attempts"]), (30000, 1), acquired)
+        self.assertTrue(20000 < acquired["validity_ms"] < 30000, acquired)
         with open(report) as f:
-            self.assertEqual(json.load(f)["fence"], int(fence))
+            rep = json.load(f)
+        self.assertEqual(rep["fence"], int(fence))
+        for key in ("child_exit", "signal", "token", "fence", "held_ms", "renewals"):
+            self.assertIn(key, rep)
+        self.assertEqual((rep["outcome"], rep["child_exit"], rep["signal"], rep["renewals"]),
+                         ("child_exited", 0, None, 0), rep)
 
     def test_a_reentry_into_a_lock_the_enclosing_run_lost_is_refused(self):
         # Inside a run (REDLOCK_KEY and REDLOCK_TOKEN), but the lock is no longer held: a nested
@@ -512,6 +521,11 @@ class Child(RunTest):
         r = self.rl("run", "job", "--report", self.path("bad.json"), "--ttl", "0", "--", "true")
         self.assertEqual(r.code, 64)
         self.assertEqual(self.report("bad.json")["outcome"], "error")
+
+    def test_a_report_that_cannot_be_written_is_a_one_line_warning(self):
+        r = self.rl("run", "other", "--report", "/nonexistent/a\nb", "--", "true")
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual(r.stderr, "redlock: warning: --report '/nonexistent/a\\nb': No such file or directory\n")
 
 
 class TokenFile(RunTest):
