@@ -81,12 +81,18 @@ AcquirePlan plan_acquire(const AcquireOptions& o, const GlobalOptions& global) {
     plan.reentry = plan.spec.keys.lock == run_key ? AcquirePlan::Reentry::Enclosing : AcquirePlan::Reentry::IfHeld;
   }
 
-  plan.wait.wait = !o.nonblock;
-  plan.wait.retry_delay = duration_option(o.retry_delay, "--retry-delay", false);
-  if (!o.wait.empty()) {
-    if (o.nonblock) usage_error("-n/--nonblock and -w/--wait exclude each other");
-    plan.wait.deadline = Clock::now() + duration_option(o.wait, "--wait", true);
+  bool nonblock = o.nonblock;
+  bool wait = !o.wait.empty();
+  if (nonblock && wait) {
+    // Flag, then environment: one of them on the command line beats the other from REDLOCK_*.
+    bool nonblock_flag = given_on_command_line(global, {"-n", "--nonblock"});
+    bool wait_flag = given_on_command_line(global, {"-w", "--wait"});
+    if (nonblock_flag == wait_flag) usage_error("-n/--nonblock and -w/--wait exclude each other");
+    (nonblock_flag ? wait : nonblock) = false;
   }
+  plan.wait.wait = !nonblock;
+  plan.wait.retry_delay = duration_option(o.retry_delay, "--retry-delay", false);
+  if (wait) plan.wait.deadline = Clock::now() + duration_option(o.wait, "--wait", true);
   return plan;
 }
 

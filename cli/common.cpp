@@ -227,6 +227,18 @@ Json json_quorum(const Tally& tally) {
   return {{"needed", tally.needed()}, {"ok", tally.yes}, {"total", tally.total}};
 }
 
+bool given_on_command_line(const GlobalOptions& options, std::initializer_list<std::string_view> names) {
+  for (std::string_view word : options.words) {
+    for (std::string_view name : names) {
+      if (word == name) return true;
+      if (word.size() <= name.size() || word.substr(0, name.size()) != name) continue;
+      // "--wait=5s", or "-w5s" for a short one.
+      if (name.size() == 2 || word[name.size()] == '=') return true;
+    }
+  }
+  return false;
+}
+
 bool print_line(const std::string& line) {
   bool ok = std::fwrite(line.data(), 1, line.size(), stdout) == line.size() && std::fputc('\n', stdout) != EOF;
   return std::fflush(stdout) == 0 && ok;

@@ -4,9 +4,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include <initializer_list>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "clock.hpp"
@@ -38,7 +40,14 @@ struct GlobalOptions {
   int verbose = 0;
   bool quiet = false;
   std::string prefix;
+  // The command line's words up to "--", to tell an option given there from one that came from
+  // the environment (see given_on_command_line).
+  std::vector<std::string> words;
 };
+
+// Whether one of NAMES ("-w", "--wait") is on the command line itself, not only in the
+// environment: where two options exclude each other, a flag beats the environment.
+bool given_on_command_line(const GlobalOptions& options, std::initializer_list<std::string_view> names);
 
 // Binds the global options (and their REDLOCK_* variables) to APP.
 void setup_global_options(CLI::App& app, GlobalOptions& options);

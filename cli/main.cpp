@@ -18,14 +18,25 @@ using namespace redlock::cli;
 
 namespace {
 
+// A flag's value read as CLI11 reads it ("1", "true", "on", "yes"; "0", "false", "off", "no").
+bool flag_value(const std::string& text) {
+  try {
+    return CLI::detail::to_flag_value(text) > 0;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
 // Whether the command line (or REDLOCK_JSON) asks for JSON, known even when parsing fails.
 bool wants_json(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--") == 0) break;
-    if (std::strcmp(argv[i], "--json") == 0) return true;
+    std::string_view a = argv[i];
+    if (a == "--") break;
+    if (a == "--json") return true;
+    if (a.substr(0, 7) == "--json=") return flag_value(std::string(a.substr(7)));
   }
   const char* env = std::getenv("REDLOCK_JSON");
-  return env && *env && std::strcmp(env, "0") != 0 && std::strcmp(env, "false") != 0;
+  return env && *env && flag_value(env);
 }
 
 // Whether -V or --version comes before any "--": alone, it needs no subcommand built.
@@ -88,7 +99,9 @@ std::vector<char*> globals_first(int argc, char** argv) {
       for (; i < argc; ++i) rest.push_back(argv[i]);
       break;
     }
-    if (is_global(a)) {
+    // One that needs a value but ends the line stays where it is, to be reported missing its value
+    // there, rather than take the command's name as its value in front.
+    if (is_global(a) && !(takes_value(a) && i + 1 == argc)) {
       front.push_back(argv[i]);
       if (takes_value(a) && i + 1 < argc) front.push_back(argv[++i]);
       continue;
@@ -159,6 +172,7 @@ int main(int argc, char** argv) {
   const bool json = wants_json(argc, argv);
   std::string command;
   std::vector<char*> args = globals_first(argc, argv);
+  for (int i = 1; i < argc && std::strcmp(argv[i], "--") != 0; ++i) global.words.emplace_back(argv[i]);
   try {
     app.parse(static_cast<int>(args.size()), args.data());
   } catch (const CLI::CallForHelp& e) {

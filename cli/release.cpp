@@ -18,19 +18,22 @@ struct ReleaseOptions {
 int run_release(const ReleaseOptions& o, const GlobalOptions& global) {
   LockKeys keys = lock_keys(global, o.name);
   std::string token = o.token;
-  // REDLOCK_TOKEN stands in for --token, but never turns a --force into a usage error.
-  if (token.empty() && !o.force) token = inherited_token().value_or("");
-  if (o.force == !token.empty()) usage_error("release needs exactly one of --token TOKEN and --force");
+  bool force = o.force;
+  // REDLOCK_TOKEN stands in for --token, but never turns a --force into a usage error; and a
+  // --token on the command line beats a REDLOCK_FORCE (flag, then environment).
+  if (token.empty() && !force) token = inherited_token().value_or("");
+  if (force && !token.empty() && !given_on_command_line(global, {"--force"})) force = false;
+  if (force == !token.empty()) usage_error("release needs exactly one of --token TOKEN and --force");
   auto transport = connect_servers(global);
   Redlock redlock(*transport, request_timeout(global));
-  ReleaseResult r = redlock.release(keys, token, o.force);
+  ReleaseResult r = redlock.release(keys, token, force);
 
   if (global.json) {
     Json j = json_head("release", o.name, keys.lock);
     j["released"] = r.released;
     if (!r.released) j["reason"] = r.no_quorum ? "no_quorum" : "not_held";
     j["deleted"] = r.deleted;
-    j["forced"] = o.force;
+    j["forced"] = force;
     j["elapsed_ms"] = json_ms(r.elapsed);
     j["quorum"] = json_quorum(r.tally);
     if (!r.message.empty()) j["message"] = r.message;

@@ -129,6 +129,28 @@ class Acquire(ClusterTest):
         r = redlock(args + ["--json", "acquire", "job4"])
         self.assertEqual(r.json()["quorum"]["total"], 5)
 
+    def test_a_flag_beats_the_environment_of_an_option_it_excludes(self):
+        self.rl("acquire", "job")
+        # -n on the command line, REDLOCK_WAIT in the environment: one attempt, busy at once.
+        for flag in ("-n", "--nonblock"):
+            r = self.rl("acquire", flag, "job", env={"REDLOCK_WAIT": "5s"})
+            self.assertEqual(r.code, 75, r)
+            self.assertLess(r.elapsed, 2)
+        # -w on the command line, REDLOCK_NONBLOCK in the environment: waits, up to its deadline.
+        for flag in (["-w", "300ms"], ["--wait=300ms"], ["-w300ms"]):
+            r = self.rl("acquire", *flag, "job", env={"REDLOCK_NONBLOCK": "1"})
+            self.assertEqual(r.code, 75, r)
+            self.assertGreater(r.elapsed, 0.25, (flag, r))
+        # Both on the command line, or both in the environment: still a usage error.
+        self.assertEqual(self.rl("acquire", "-n", "-w", "1s", "job").code, 64)
+        self.assertEqual(self.rl("acquire", "job", env={"REDLOCK_NONBLOCK": "1", "REDLOCK_WAIT": "1s"}).code, 64)
+        # release --token beats REDLOCK_FORCE: a token that is not the holder's frees nothing.
+        r = self.rl("release", "job", "--token", "not-mine", env={"REDLOCK_FORCE": "1"})
+        self.assertEqual(r.code, 1, r)
+        self.assertNotIn(None, self.cluster.values("job"))
+        self.assertEqual(self.rl("release", "job", env={"REDLOCK_FORCE": "1"}).code, 0)
+        self.assertEqual(self.cluster.values("job"), [None] * 5)
+
     def test_prefix_forms_the_key(self):
         r = self.rl("--prefix", "locks:", "acquire", "job")
         self.assertEqual(r.code, 0, r)
@@ -407,6 +429,9 @@ class BadInput(ClusterTest):
         self.assert_error(["acquire", "job", "--drift", "nan"], 64, "--drift: must be a number from 0 to 0.5")
         self.assert_error(["acquire", "job"], 64, "--drift", env={"REDLOCK_DRIFT": "nan"})
         self.assert_error(["--timeout", "0", "acquire", "job"], 64, "--timeout")
+        # A global option that ends the line is missing its value; the command is not unknown.
+        self.assert_error(["status", "job", "-S"], 64, "--servers: 1 required")
+        self.assert_error(["status", "job", "--timeout"], 64, "--timeout: 1 required")
         self.assertEqual(self.cluster.values("job"), [None] * 3)
 
     def test_json_errors_are_one_object(self):
@@ -417,6 +442,14 @@ class BadInput(ClusterTest):
                              "error": {"code": 64, "message": j["error"]["message"]}})
         r = self.rl("acquire", "job", servers="redis://[::1", env={"REDLOCK_JSON": "1"})
         self.assertEqual(r.json()["error"]["code"], 78)
+        # A parse error answers in JSON exactly when the --json flag would have: its value and
+        # REDLOCK_JSON's read as a flag's.
+        for args, env, json_wanted in ((["--json=true"], None, True), (["--json=false"], None, False),
+                                       ([], {"REDLOCK_JSON": "no"}, False), ([], {"REDLOCK_JSON": "on"}, True)):
+            with self.subTest(args=args, env=env):
+                r = self.rl(*args, "acquire", "job", "--bogus", env=env)
+                self.assertEqual(r.code, 64, r)
+                self.assertEqual(r.stdout.startswith('{"version":1'), json_wanted, r)
 
     def test_configuration_errors_are_78(self):
         self.assert_error(["acquire", "job"], 78, "unknown scheme", env={"REDLOCK_SERVERS": "http://x:1"})
