@@ -14,6 +14,7 @@
 #include "error.hpp"
 #include "exit_codes.hpp"
 #include "signals.hpp"
+#include "supervisor.hpp"
 #include "token.hpp"
 
 namespace redlock::cli {
@@ -99,7 +100,9 @@ AcquirePlan plan_acquire(const AcquireOptions& o, const GlobalOptions& global) {
 void json_acquisition(Json& j, const AcquireResult& r) {
   bool acquired = r.outcome == AcquireOutcome::Acquired;
   j["acquired"] = acquired;
-  if (!acquired) j["reason"] = r.outcome == AcquireOutcome::Interrupted ? "interrupted" : outcome_name(r.outcome);
+  // A wait a signal ended is, in the contract's words, a wait that ran out: "interrupted_by" (added
+  // by the caller) says which signal.
+  if (!acquired) j["reason"] = r.outcome == AcquireOutcome::Interrupted ? "timeout" : outcome_name(r.outcome);
   j["token"] = acquired ? Json(r.token) : Json(nullptr);
   j["fence"] = acquired ? Json(r.fence) : Json(nullptr);
   j["ttl_ms"] = std::chrono::duration_cast<std::chrono::milliseconds>(r.ttl).count();
@@ -205,6 +208,7 @@ int run_acquire(const AcquireOptions& o, const GlobalOptions& global) {
   bool delivered = true;
   if (global.json) {
     json_acquisition(j, r);
+    if (r.outcome == AcquireOutcome::Interrupted) j["interrupted_by"] = signal_name(stopped_by ? stopped_by : SIGTERM);
     delivered = print_json(j);
   } else if (r.outcome == AcquireOutcome::Acquired) {
     delivered = print_line(r.token);

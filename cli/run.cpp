@@ -186,8 +186,11 @@ class Runner {
         report_["servers"] = json_servers(acq.servers);
         return finish("no_quorum", exit_code::kNoQuorum);
       case AcquireOutcome::Interrupted:
-        report_["signal"] = signal_name(stopped_by ? stopped_by : SIGTERM);
-        return finish("interrupted", 128 + (stopped_by ? stopped_by : SIGTERM));
+        // The contract's outcomes name no signal while waiting: busy, the wait having run out,
+        // and which signal ended it.
+        report_["reason"] = "timeout";
+        report_["interrupted_by"] = signal_name(stopped_by ? stopped_by : SIGTERM);
+        return finish("busy", 128 + (stopped_by ? stopped_by : SIGTERM));
     }
     if (!o_.acquire.token_file.empty()) {
       try {

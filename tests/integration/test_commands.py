@@ -1,13 +1,15 @@
 """acquire, extend, release and status against five real servers: every success and failure path,
 the exit codes, the JSON, the options and their REDLOCK_* variables."""
 
+import json
 import os
 import re
+import signal
 import stat
 import subprocess
 import time
 
-from harness import ClusterTest, clean_env, main, redlock, redlock_binary
+from harness import ClusterTest, clean_env, main, redlock, redlock_binary, spawn
 
 TOKEN = re.compile(rb"^[0-9a-f]{32}\n$")
 
@@ -81,6 +83,19 @@ class Acquire(ClusterTest):
         self.assertIs(busy["acquired"], False)
         self.assertEqual(busy["reason"], "busy")
         self.assertIsNone(busy["token"])
+
+    def test_a_signal_ends_the_wait_with_128_plus_n(self):
+        token = self.rl("acquire", "job").stdout.strip()
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            with self.subTest(sig=sig.name):
+                p = spawn(["--json", "acquire", "job"], servers=self.cluster, stdout=subprocess.PIPE)
+                time.sleep(0.3)
+                p.send_signal(sig)
+                out, _ = p.communicate(timeout=10)
+                self.assertEqual(p.returncode, 128 + sig)
+                j = json.loads(out)
+                self.assertEqual((j["acquired"], j["reason"], j["interrupted_by"]), (False, "timeout", sig.name), j)
+        self.assertEqual(self.cluster.values("job"), [token.encode()] * 5)
 
     def test_quorum_ok_counts_every_server_that_took_it(self):
         # The count agrees with the servers' results, including answers heard after the decision.
