@@ -3,6 +3,8 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -64,6 +66,17 @@ class Lookup {
     lookup->read_end_.reset(fds[0]);
     lookup->write_end_.reset(fds[1]);
     std::string service = std::to_string(port);
+    // Started with every signal blocked (a thread inherits the mask): a signal meant for the
+    // event loop must not run its handler here, where it would not wake the loop's ppoll().
+    struct BlockAll {
+      sigset_t before;
+      BlockAll() {
+        sigset_t all;
+        sigfillset(&all);
+        pthread_sigmask(SIG_SETMASK, &all, &before);
+      }
+      ~BlockAll() { pthread_sigmask(SIG_SETMASK, &before, nullptr); }
+    } blocked;
     std::thread([lookup, host, service] { lookup->resolve(host, service); }).detach();
     return lookup;
   }
