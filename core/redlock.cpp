@@ -194,12 +194,15 @@ Request fence_request(const LockSpec& spec, const std::string& fence) {
 
 // A value the acquire script left on a quorum: every server raised its counter in the same step as
 // taking the lock, so when NEEDED of them answered the same number, that number is stored on a
-// quorum, and it is above every earlier fence (any two quorums share a server).
+// quorum, and it is above every earlier fence (any two quorums share a server). Unless an answer
+// is higher still: the server they share may be one that lost its data, and the higher counter
+// the only trace left of the last fence (a server that missed fences while unreachable agreeing
+// with one restarted empty). Then the highest is written back instead.
 std::optional<std::int64_t> agreed_fence(const std::vector<std::int64_t>& counters, std::size_t needed) {
-  std::map<std::int64_t, std::size_t> seen;
-  for (auto c : counters) {
-    if (++seen[c] >= needed) return c;
-  }
+  if (counters.empty()) return std::nullopt;
+  const std::int64_t highest = *std::max_element(counters.begin(), counters.end());
+  auto agreeing = static_cast<std::size_t>(std::count(counters.begin(), counters.end(), highest));
+  if (agreeing >= needed) return highest;
   return std::nullopt;
 }
 

@@ -291,11 +291,35 @@ TEST_CASE("fence: two minorities wiped one after the other cannot make it go bac
   CHECK(b.fence > a.fence);
 }
 
-TEST_CASE("agreed fence needs NEEDED equal counters") {
+TEST_CASE("agreed fence needs NEEDED equal counters, and none above them") {
   CHECK(agreed_fence({5, 5, 5}, 3) == 5);
-  CHECK(agreed_fence({5, 6, 5, 5}, 3) == 5);
+  CHECK(agreed_fence({6, 5, 6, 6}, 3) == 6);
+  CHECK_FALSE(agreed_fence({5, 6, 5, 5}, 3));  // 6 may be all that is left of the last fence
   CHECK_FALSE(agreed_fence({5, 6, 7}, 3));
   CHECK_FALSE(agreed_fence({5, 5}, 3));
+  CHECK_FALSE(agreed_fence({}, 1));
+}
+
+TEST_CASE("fence: a server that missed fences and one restarted empty cannot make it go back") {
+  // s2 is unreachable while fences 1..7 are issued on s0 and s1; then s1 loses its data. s1 and
+  // s2 now agree on 1, but s0's 8 is the trace of fence 7: the fence must be above it.
+  FakeNetwork net(3);
+  Redlock lock(net);
+  net.servers[2].down = true;
+  std::int64_t last = 0;
+  for (int i = 0; i < 7; ++i) {
+    auto r = lock.acquire(spec("t" + std::to_string(i)), no_wait());
+    REQUIRE(r.outcome == AcquireOutcome::Acquired);
+    last = r.fence;
+    lock.release(spec().keys, "t" + std::to_string(i), false);
+  }
+  REQUIRE(last == 7);
+  net.advance(10ms);
+  net.servers[2].down = false;
+  net.servers[1].data.clear();
+  auto r = lock.acquire(spec("next"), no_wait());
+  REQUIRE(r.outcome == AcquireOutcome::Acquired);
+  CHECK(r.fence > last);
 }
 
 TEST_CASE("waiting: no retry before the holder could be free, then it is taken at once") {
