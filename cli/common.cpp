@@ -150,7 +150,12 @@ std::unique_ptr<Transport> connect_servers(const GlobalOptions& options) {
 
 LockKeys lock_keys(const GlobalOptions& options, const std::string& name) {
   if (name.empty()) usage_error("NAME must not be empty");
-  return derive_keys(options.prefix + name);
+  const std::string key = options.prefix + name;
+  if (is_helper_key(key)) {
+    usage_error("NAME '" + printable(name) + "' ends as redlock's helper keys do (:redlock:fence, :redlock:owner, " +
+                ":redlock:wake); another lock's owner record could overwrite it");
+  }
+  return derive_keys(key);
 }
 
 Duration duration_option(const std::string& text, const char* what, bool allow_zero) {

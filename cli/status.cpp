@@ -44,7 +44,10 @@ void print_table(const StatusOptions& o, const StatusResult& r) {
   } else {
     std::printf("state  %s\n", std::string(state_name(r.state)).c_str());
   }
-  if (r.fence > 0) std::printf("fence  %lld (last issued)\n", static_cast<long long>(r.fence));
+  // The highest counter on any server: the last fence issued, or above it (a failed attempt
+  // raises the counters of the servers it took).
+  if (r.fence > 0)
+    std::printf("fence  %lld (highest counter, at least the last fence)\n", static_cast<long long>(r.fence));
   std::size_t width = 6;
   for (const auto& s : r.servers) width = std::max(width, s.server.size());
   std::printf("\n%-*s  %-8s  %-10s  %s\n", static_cast<int>(width), "SERVER", "STATE", "TTL", "VALUE");

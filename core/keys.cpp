@@ -1,5 +1,7 @@
 #include "keys.hpp"
 
+#include <string_view>
+
 namespace redlock {
 
 namespace {
@@ -19,6 +21,14 @@ LockKeys derive_keys(const std::string& key) {
   // and "{KEY}" hashes exactly as "KEY" does.
   std::string base = has_hash_tag(key) ? key : "{" + key + "}";
   return LockKeys{key, base + ":redlock:fence", base + ":redlock:owner", base + ":redlock:wake"};
+}
+
+bool is_helper_key(const std::string& key) {
+  for (const char* suffix : {":redlock:fence", ":redlock:owner", ":redlock:wake"}) {
+    const std::string_view tail(suffix);
+    if (key.size() >= tail.size() && key.compare(key.size() - tail.size(), tail.size(), tail) == 0) return true;
+  }
+  return false;
 }
 
 }  // namespace redlock

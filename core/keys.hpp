@@ -16,4 +16,8 @@ struct LockKeys {
 
 LockKeys derive_keys(const std::string& key);
 
+// Whether KEY ends as a helper key does (":redlock:fence", ":redlock:owner", ":redlock:wake"): a
+// lock of that name could be another lock's helper key, and be overwritten by its owner record.
+bool is_helper_key(const std::string& key);
+
 }  // namespace redlock

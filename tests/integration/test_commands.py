@@ -444,6 +444,9 @@ class BadInput(ClusterTest):
         self.assert_error(["acquire", "job", "--drift", "nan"], 64, "--drift: must be a number from 0 to 0.5")
         self.assert_error(["acquire", "job"], 64, "--drift", env={"REDLOCK_DRIFT": "nan"})
         self.assert_error(["--timeout", "0", "acquire", "job"], 64, "--timeout")
+        # A lock key that could be another lock's helper key (its owner record would overwrite it).
+        self.assert_error(["acquire", "{job}:redlock:owner"], 64, "helper keys")
+        self.assert_error(["--prefix", "{job}:redlock:", "release", "fence", "--force"], 64, "helper keys")
         # A global option that ends the line is missing its value; the command is not unknown.
         self.assert_error(["status", "job", "-S"], 64, "--servers: 1 required")
         self.assert_error(["status", "job", "--timeout"], 64, "--timeout: 1 required")

@@ -3,6 +3,8 @@
 #include "keys.hpp"
 
 using redlock::derive_keys;
+using redlock::is_helper_key;
+using redlock::LockKeys;
 
 TEST_CASE("helper keys share the lock's hash tag and never change the lock key") {
   auto k = derive_keys("deploy");
@@ -22,4 +24,17 @@ TEST_CASE("helper keys share the lock's hash tag and never change the lock key")
 TEST_CASE("helper keys of different locks differ") {
   CHECK(derive_keys("a").fence != derive_keys("b").fence);
   CHECK(derive_keys("a").channel != derive_keys("a").fence);
+}
+
+TEST_CASE("a key that ends as a helper key does is recognised") {
+  for (const auto& name : {"job", "deploy"}) {
+    LockKeys k = derive_keys(name);
+    CHECK(is_helper_key(k.fence));
+    CHECK(is_helper_key(k.owner));
+    CHECK(is_helper_key(k.channel));
+    CHECK_FALSE(is_helper_key(k.lock));
+  }
+  CHECK_FALSE(is_helper_key("redlock:owner"));
+  CHECK_FALSE(is_helper_key("a:redlock:owners"));
+  CHECK(is_helper_key("x:redlock:wake"));
 }
