@@ -23,16 +23,57 @@ _redlock_value_kind() {
     esac
 }
 
+# COMP_WORDBREAKS splits "redis://h:6379" and "app:" at each ":". Puts such words back together
+# into WORDS, with CWORD the index of the word being completed: a ":" and the words on either side
+# of it are one word when COMP_LINE has no space between them.
+_redlock_words() {
+    words=()
+    cword=0
+    local j w pos=0 joined prev_raw=
+    for ((j = 0; j < ${#COMP_WORDS[@]}; j++)); do
+        w=${COMP_WORDS[j]}
+        joined=0
+        while [[ ${COMP_LINE:pos:1} == [[:space:]] ]]; do
+            pos=$((pos + 1))
+            joined=-1
+        done
+        if [[ ${COMP_LINE:pos:${#w}} == "$w" ]]; then
+            ((joined == 0)) && [[ $w == : || $prev_raw == : ]] && joined=1
+            pos=$((pos + ${#w}))
+        fi
+        if ((joined == 1 && ${#words[@]} > 0)); then
+            words[${#words[@]} - 1]+=$w
+        else
+            words+=("$w")
+        fi
+        prev_raw=$w
+        ((j == COMP_CWORD)) && cword=$((${#words[@]} - 1))
+    done
+}
+
 _redlock() {
-    local cur prev
-    cur=${COMP_WORDS[COMP_CWORD]}
+    local cur prev  # set by _redlock_main (bash scopes dynamically)
+    _redlock_main
+    # Bash replaces only what follows the last ":" of the word: answer with that part.
+    if [[ $cur == *:* ]]; then
+        local head=${cur%"${cur##*:}"} k
+        for k in "${!COMPREPLY[@]}"; do COMPREPLY[k]=${COMPREPLY[k]#"$head"}; done
+    fi
+    return 0
+}
+
+_redlock_main() {
+    local -a words
+    local cword
+    _redlock_words
+    cur=${words[cword]}
     prev=
-    ((COMP_CWORD > 0)) && prev=${COMP_WORDS[COMP_CWORD - 1]}
+    ((cword > 0)) && prev=${words[cword - 1]}
     # "--ttl=5" is split at the "=" (it is in COMP_WORDBREAKS): complete the value after it.
     if [[ $cur == = ]]; then
         cur=
-    elif [[ $prev == = ]] && ((COMP_CWORD > 1)); then
-        prev=${COMP_WORDS[COMP_CWORD - 2]}
+    elif [[ $prev == = ]] && ((cword > 1)); then
+        prev=${words[cword - 2]}
     fi
 
     local global_opts="-S --servers --timeout --password-file --user --tls-ca --tls-cert --tls-key
@@ -45,8 +86,8 @@ _redlock() {
 
     # Find the command, how many words follow it, and where run's "--" is.
     local i=1 word cmd= args=0 dashdash=0
-    while ((i < COMP_CWORD)); do
-        word=${COMP_WORDS[i]}
+    while ((i < cword)); do
+        word=${words[i]}
         if [[ $cmd == run && $word == -- ]]; then
             dashdash=$i
             break
@@ -56,7 +97,7 @@ _redlock() {
             -*)
                 if _redlock_value_kind "$word" >/dev/null; then
                     # The value is the next word, or the one after a split-off "=".
-                    if [[ ${COMP_WORDS[i + 1]} == = ]]; then i=$((i + 1)); fi
+                    if [[ ${words[i + 1]} == = ]]; then i=$((i + 1)); fi
                     i=$((i + 1))
                 fi
                 ;;
@@ -73,7 +114,7 @@ _redlock() {
 
     # run NAME -- CMD [ARG...]: a command name first, then whatever that command takes.
     if ((dashdash > 0)); then
-        if ((COMP_CWORD == dashdash + 1)); then
+        if ((cword == dashdash + 1)); then
             mapfile -t COMPREPLY < <(compgen -c -- "$cur")
         else
             compopt -o default 2>/dev/null

@@ -29,7 +29,7 @@ source "$1"
 shift
 COMP_WORDS=("$@")
 COMP_CWORD=$(( ${#COMP_WORDS[@]} - 1 ))
-COMP_LINE="$*"
+COMP_LINE=${LINE:-$*}
 COMP_POINT=${#COMP_LINE}
 COMPREPLY=()
 complete -p redlock >/dev/null || exit 3
@@ -53,9 +53,11 @@ class Bash(unittest.TestCase):
     def tearDownClass(cls):
         shutil.rmtree(cls.workdir, ignore_errors=True)
 
-    def complete(self, *words):
+    def complete(self, *words, line=None):
+        """LINE: the command line as typed, when WORDS are not simply its words joined by spaces."""
         args = ["bash", "--norc", "--noprofile", "-c", COMPLETE, "bash", self.script, "redlock"] + list(words)
-        p = subprocess.run(args, capture_output=True, text=True, timeout=30, cwd=self.workdir)
+        env = dict(os.environ, LINE=line) if line else None
+        p = subprocess.run(args, capture_output=True, text=True, timeout=30, cwd=self.workdir, env=env)
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertEqual(p.stderr, "")
         return [w for w in p.stdout.split("\n") if w]
@@ -90,6 +92,20 @@ class Bash(unittest.TestCase):
         self.assertEqual(self.complete("completion", ""), ["bash", "zsh"])
         open(os.path.join(self.workdir, "token-out"), "w").close()
         self.assertEqual(self.complete("acquire", "job", "--token-file", "token-"), ["token-out"])
+
+    def test_words_split_at_colons(self):
+        # Bash splits "redis://h:1" and "app:" at each ":" (COMP_WORDBREAKS), as it hands them over.
+        url = ["redis", ":", "//127.0.0.1", ":", "7800"]
+        self.assertEqual(self.complete("-S", *url, "st", line="redlock -S redis://127.0.0.1:7800 st"), ["status"])
+        self.assertIn("sleep", self.complete("-S", *url, "run", "job", "--", "slee",
+                                             line="redlock -S redis://127.0.0.1:7800 run job -- slee"))
+        self.assertEqual(self.complete("--prefix", "app", ":", "rel", line="redlock --prefix app: rel"), ["release"])
+        self.assertEqual(self.complete("-S", "unix", ":", "//tmp/r.sock", "run", "job", "--si",
+                                       line="redlock -S unix://tmp/r.sock run job --si"), ["--signal"])
+        # A file name with a colon: only what follows the last ":" is replaced.
+        open(os.path.join(self.workdir, "a:token"), "w").close()
+        self.assertEqual(self.complete("acquire", "job", "--token-file", "a", ":", "tok",
+                                       line="redlock acquire job --token-file a:tok"), ["token"])
 
     def test_the_command_after_double_dash(self):
         self.assertIn("sleep", self.complete("run", "job", "--", "slee"))
