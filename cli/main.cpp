@@ -121,6 +121,16 @@ std::string one_line(std::string text) {
   return text;
 }
 
+int fail(bool json, const std::string& command, int code, const std::string& message);
+
+// What was printed must have reached stdout: a full disk or a closed pipe is no success (78), and
+// is said on stderr whatever the status.
+int checked_stdout(const std::string& command, int status) {
+  if (std::fflush(stdout) == 0 && !std::ferror(stdout)) return status;
+  int code = fail(false, command, exit_code::kConfig, std::string("stdout: ") + std::strerror(errno ? errno : EIO));
+  return status == exit_code::kOk ? code : status;
+}
+
 int fail(bool json, const std::string& command, int code, const std::string& message) {
   std::string line = one_line(message);
   std::fprintf(stderr, "redlock: error: %s\n", line.c_str());
@@ -176,11 +186,11 @@ int main(int argc, char** argv) {
   try {
     app.parse(static_cast<int>(args.size()), args.data());
   } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
+    return checked_stdout(command, app.exit(e));
   } catch (const CLI::CallForAllHelp& e) {
-    return app.exit(e);
+    return checked_stdout(command, app.exit(e));
   } catch (const CLI::CallForVersion& e) {
-    return app.exit(e);
+    return checked_stdout(command, app.exit(e));
   } catch (const CLI::ExtrasError&) {
     // Name the words that look like options; never echo the others (a mistyped --pasword's value).
     std::string options;
@@ -211,7 +221,9 @@ int main(int argc, char** argv) {
   command = app.get_subcommands().front()->get_name();
 
   try {
-    return action();
+    int status = action();
+    // Not for run, whose status is its command's (and whose stdout is the command's).
+    return command == "run" ? status : checked_stdout(command, status);
   } catch (const Error& e) {
     switch (e.kind()) {
       case ErrorKind::Usage:

@@ -207,6 +207,20 @@ class TokenNobodySaw(ClusterTest):
         self.assertIn(b"stdout: Bad file descriptor", p.stderr)
         self.assertEqual(self.cluster.values("job"), [None] * 3)
 
+    def test_any_output_that_cannot_be_written_is_no_success(self):
+        # status, completion, --version: 78 and one line, where the answer was 0; another answer
+        # keeps its status (69: no quorum) and the line is said all the same.
+        env = clean_env(None)
+        self.assertEqual(self.rl("acquire", "held").code, 0)
+        for args, servers, code in ((["status", "held"], self.cluster.spec, 78), (["completion", "bash"], None, 78),
+                                    (["--version"], None, 78),
+                                    (["--timeout", "50ms", "status", "job"], "127.0.0.1:1", 69)):
+            with self.subTest(args=args), open("/dev/full", "w") as full:
+                e = dict(env, REDLOCK_SERVERS=servers) if servers else env
+                p = subprocess.run([redlock_binary()] + args, env=e, stdout=full, stderr=subprocess.PIPE, timeout=30)
+                self.assertEqual(p.returncode, code, p)
+                self.assertEqual(p.stderr.decode().splitlines()[-1], "redlock: error: stdout: No space left on device")
+
     def test_a_reader_that_went_away(self):
         r, w = os.pipe()
         os.close(r)
