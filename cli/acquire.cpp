@@ -20,16 +20,8 @@
 namespace redlock::cli {
 
 void write_token_file(const std::string& path, const std::string& token) {
-  std::string tmp = path + ".tmp." + std::to_string(getpid());
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  if (fd < 0) config_error("--token-file '" + path + "': " + std::strerror(errno));
-  std::string line = token + "\n";
-  bool ok = fchmod(fd, 0600) == 0 && ::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size());
-  ok = ::close(fd) == 0 && ok;
-  if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0) {
-    int err = errno;
-    ::unlink(tmp.c_str());
-    config_error("--token-file '" + path + "': " + std::strerror(err));
+  if (int err = write_private_file(path, token + "\n")) {
+    config_error("--token-file '" + printable(path) + "': " + std::strerror(err));
   }
 }
 

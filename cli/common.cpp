@@ -15,6 +15,7 @@
 #include "duration.hpp"
 #include "error.hpp"
 #include "fd.hpp"
+#include "token.hpp"
 
 namespace redlock::cli {
 
@@ -230,6 +231,25 @@ Json json_servers(const std::vector<ServerReport>& servers) {
 
 Json json_quorum(const Tally& tally) {
   return {{"needed", tally.needed()}, {"ok", tally.yes}, {"total", tally.total}};
+}
+
+int write_private_file(const std::string& path, const std::string& content) {
+  std::string tmp = path + ".tmp." + std::to_string(getpid()) + "." + make_token().substr(0, 12);
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) return errno;
+  bool ok =
+      fchmod(fd, 0600) == 0 && ::write(fd, content.data(), content.size()) == static_cast<ssize_t>(content.size());
+  int err = ok ? 0 : errno;
+  if (::close(fd) != 0 && ok) {
+    ok = false;
+    err = errno;
+  }
+  if (ok && ::rename(tmp.c_str(), path.c_str()) != 0) {
+    ok = false;
+    err = errno;
+  }
+  if (!ok) ::unlink(tmp.c_str());
+  return err;
 }
 
 bool given_on_command_line(const GlobalOptions& options, std::initializer_list<std::string_view> names) {

@@ -77,11 +77,15 @@ bool is_global(std::string_view a) {
 }
 
 // The first word that is neither an option nor an option's value: what was meant as a command.
-std::string first_word(int argc, char** argv) {
+// AFTER is the word before it when that is an option redlock does not know, whose value it may be.
+std::string first_word(int argc, char** argv, std::string* after = nullptr) {
   for (int i = 1; i < argc; ++i) {
     std::string_view a = argv[i];
     if (a == "--") return {};
-    if (a.empty() || a[0] != '-') return std::string(a);
+    if (a.empty() || a[0] != '-') {
+      if (after && i > 1 && argv[i - 1][0] == '-' && !is_global(argv[i - 1])) *after = argv[i - 1];
+      return std::string(a);
+    }
     if (takes_value(a)) ++i;
   }
   return {};
@@ -212,9 +216,12 @@ int main(int argc, char** argv) {
     auto subs = app.get_subcommands();
     if (!subs.empty()) command = subs.front()->get_name();
     if (subs.empty() && !word.empty()) {
-      return fail(
-          json, command, exit_code::kUsage,
-          "unknown command '" + word + "' (commands: acquire, extend, release, status, run, doctor, completion)");
+      // After an unknown option the word may be its value (a mistyped --pasword's): not echoed.
+      std::string after;
+      first_word(argc, argv, &after);
+      const std::string what = after.empty() ? "command '" + word + "'" : "option " + one_line(after);
+      return fail(json, command, exit_code::kUsage,
+                  "unknown " + what + " (commands: acquire, extend, release, status, run, doctor, completion)");
     }
     return fail(json, command, exit_code::kUsage, std::string(e.what()) + " (see redlock --help)");
   }

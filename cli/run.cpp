@@ -99,14 +99,7 @@ RunPlan plan_run(const RunOptions& o, const GlobalOptions& global) {
 // Written with mode 0600 (it carries the token), replacing FILE as a whole.
 void write_report(const std::string& path, const Json& report, const GlobalOptions& global) {
   if (path.empty()) return;
-  std::string text = report.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n";
-  std::string tmp = path + ".tmp." + std::to_string(getpid());
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  bool ok = fd >= 0 && ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
-  if (fd >= 0) ok = ::close(fd) == 0 && ok;
-  if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0) {
-    int err = errno;
-    ::unlink(tmp.c_str());
+  if (int err = write_private_file(path, report.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n")) {
     warn(global, "--report '" + printable(path) + "': " + std::strerror(err));
   }
 }
@@ -213,8 +206,7 @@ class Runner {
         {"REDLOCK_TOKEN", acq.token},
         {"REDLOCK_FENCE", std::to_string(acq.fence)},
         {"REDLOCK_TTL_MS", std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(ap.spec.ttl).count())}};
-    spec.set_env.emplace_back("REDLOCK_SERVERS", servers_for_child());
-    spec.unset_env = {"REDLOCK_PASSWORD"};
+    connection_for_child(spec);
     spec.own_group = !isatty(STDIN_FILENO);
     Child child(spec, *signals_);
     if (child.exec_errno()) {
@@ -304,12 +296,36 @@ class Runner {
     }
   }
 
-  // The servers in use, for nested calls in the child, without any password (a nested call reads
-  // it from --password-file / REDLOCK_PASSWORD_FILE).
-  std::string servers_for_child() const {
+  // How this run reaches its servers, for nested calls in the child, as REDLOCK_* variables: the
+  // servers without any password (a nested call reads it from the password file, whose path goes
+  // on), the prefix (else a nested run of NAME names another key), the timeout, the user and TLS.
+  // REDLOCK_PASSWORD is removed.
+  void connection_for_child(ChildSpec& spec) const {
     std::string list;
     for (const auto& s : configured_servers(global_)) list += (list.empty() ? "" : ",") + s.without_password();
-    return list;
+    spec.set_env.emplace_back("REDLOCK_SERVERS", list);
+    spec.set_env.emplace_back("REDLOCK_TIMEOUT", global_.timeout);
+    spec.unset_env.push_back("REDLOCK_PASSWORD");
+    const std::pair<const char*, const std::string*> settings[] = {
+        {"REDLOCK_PREFIX", &global_.prefix},
+        {"REDLOCK_PASSWORD_FILE", &global_.password_file},
+        {"REDLOCK_USER", &global_.user},
+        {"REDLOCK_TLS_CA", &global_.tls_ca},
+        {"REDLOCK_TLS_CERT", &global_.tls_cert},
+        {"REDLOCK_TLS_KEY", &global_.tls_key},
+        {"REDLOCK_TLS_SERVER_NAME", &global_.tls_server_name}};
+    for (const auto& [name, value] : settings) {
+      if (value->empty()) {
+        spec.unset_env.emplace_back(name);
+      } else {
+        spec.set_env.emplace_back(name, *value);
+      }
+    }
+    if (global_.tls_insecure) {
+      spec.set_env.emplace_back("REDLOCK_TLS_INSECURE", "1");
+    } else {
+      spec.unset_env.emplace_back("REDLOCK_TLS_INSECURE");
+    }
   }
 
   // After CMD ended with the lock kept: keep it until --min-hold is over, else release it.
@@ -367,8 +383,7 @@ class Runner {
     if (!o_.acquire.token_file.empty()) write_token_file(o_.acquire.token_file, plan_.acquire.spec.token);
     ChildSpec spec;
     spec.argv = plan_.argv;
-    spec.set_env.emplace_back("REDLOCK_SERVERS", servers_for_child());
-    spec.unset_env = {"REDLOCK_PASSWORD"};
+    connection_for_child(spec);
     spec.own_group = !isatty(STDIN_FILENO);
     const TimePoint started = Clock::now();
     Child child(spec, *signals_);

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <functional>
 #include <memory>
+#include <set>
 
 #include "duration.hpp"
 #include "keys.hpp"
@@ -56,6 +57,18 @@ bool answered(const Result& r) {
 // The servers that answered the first request and are not a second URL of another.
 bool askable(const ServerFacts& f) {
   return f.reachable && !f.duplicate;
+}
+
+// Which servers have a vote: askable, and not a run_id already counted (one server listed twice
+// is one vote, as acquire counts it, which refuses the list).
+std::vector<bool> voters(const std::vector<ServerFacts>& servers) {
+  std::vector<bool> out(servers.size(), false);
+  std::set<std::string> seen;
+  for (std::size_t i = 0; i < servers.size(); ++i) {
+    const ServerFacts& f = servers[i];
+    out[i] = askable(f) && (!f.run_id || seen.insert(*f.run_id).second);
+  }
+  return out;
 }
 
 std::optional<std::int64_t> to_int(std::string_view text) {
@@ -374,12 +387,15 @@ Check check_reachable(const std::vector<ServerFacts>& servers) {
   c.name = "reachable";
   const std::size_t n = servers.size();
   const std::size_t needed = quorum_size(n);
+  const std::vector<bool> votes = voters(servers);
   std::size_t up = 0;
   for (std::size_t i = 0; i < n; ++i) {
-    if (servers[i].reachable) {
+    if (votes[i]) {
       ++up;
-    } else {
+    } else if (!servers[i].reachable) {
       c.notes.push_back({i, Verdict::Warn, servers[i].error});
+    } else {
+      c.notes.push_back({i, Verdict::Warn, "a second URL of a server already counted: no vote of its own"});
     }
   }
   c.summary = count_text(up, n) + " servers answered; a quorum is " + std::to_string(needed);
@@ -685,8 +701,8 @@ DoctorReport assess(std::vector<ServerFacts> facts, const DoctorOptions& options
                    check_acl(s, options.probe_key),
                    check_latency(s, options)};
   report.reachable.total = s.size();
-  report.reachable.yes =
-      static_cast<std::size_t>(std::count_if(s.begin(), s.end(), [](const auto& f) { return f.reachable; }));
+  const std::vector<bool> votes = voters(s);
+  report.reachable.yes = static_cast<std::size_t>(std::count(votes.begin(), votes.end(), true));
   report.reachable.failed = report.reachable.total - report.reachable.yes;
   report.no_quorum = report.reachable.yes < report.reachable.needed();
   for (const auto& c : report.checks) report.verdict = worst(report.verdict, c.verdict);

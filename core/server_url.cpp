@@ -4,7 +4,9 @@
 
 #include <cctype>
 #include <charconv>
+#include <optional>
 #include <set>
+#include <utility>
 
 #include "error.hpp"
 
@@ -218,18 +220,61 @@ ServerUrl parse_server_url(std::string_view text) {
   return url;
 }
 
+namespace {
+
+bool parses(const std::string& text) {
+  try {
+    parse_server_url(text);
+    return true;
+  } catch (const Error&) {
+    return false;
+  }
+}
+
+}  // namespace
+
 std::vector<std::string> split_server_list(std::string_view text) {
-  std::vector<std::string> out;
-  std::string current;
+  // At commas and white space, but not inside a URL's user information: a piece with an '@' and no
+  // scheme, after a URL that is no server on its own and has no '@' yet, ends a password that holds
+  // separators ("redis://:a,b@host"): it goes back onto that URL with what came between. Cut
+  // apart, the password would be shown in the error about its first piece.
+  struct Piece {
+    std::string gap;  // the separators before it
+    std::string text;
+  };
+  std::vector<Piece> pieces;
+  Piece current;
   for (char c : text) {
     if (c == ',' || c == ' ' || c == '\t' || c == '\n' || c == '\r') {
-      if (!current.empty()) out.push_back(std::move(current));
-      current.clear();
+      if (!current.text.empty()) pieces.push_back(std::exchange(current, Piece{}));
+      current.gap.push_back(c);
     } else {
-      current.push_back(c);
+      current.text.push_back(c);
     }
   }
-  if (!current.empty()) out.push_back(std::move(current));
+  if (!current.text.empty()) pieces.push_back(std::move(current));
+
+  std::vector<std::string> out;
+  std::optional<std::size_t> open;  // the URL in OUT whose user information has not ended yet
+  std::string since_open;           // the separators and pieces after it
+  for (const auto& p : pieces) {
+    bool has_scheme = p.text.find("://") != std::string::npos;
+    bool has_at = p.text.find('@') != std::string::npos;
+    if (open && !has_scheme && has_at) {
+      out.resize(*open + 1);
+      out.back() += since_open + p.gap + p.text;
+      open.reset();
+      continue;
+    }
+    out.push_back(p.text);
+    if (has_scheme) {
+      // Open: no '@' yet, and not a server of its own ("redis://:hunter" has no host).
+      open = has_at || parses(p.text) ? std::nullopt : std::optional<std::size_t>(out.size() - 1);
+      since_open.clear();
+    } else if (open) {
+      since_open += p.gap + p.text;
+    }
+  }
   return out;
 }
 

@@ -112,6 +112,30 @@ class Passwords(Servers):
         r = self.rl(urls, "--password-file", pw, "status", "job", env={"REDLOCK_PASSWORD": WRONG})
         self.assertEqual(r.code, 1, r)
 
+    def test_a_password_with_commas_and_spaces_in_the_url(self):
+        # The server list is split at commas and white space, but not inside a URL's password.
+        odd = "hun,ter 2,,x"
+        for s in self.servers:
+            with self.admin(s) as c:
+                c.call("CONFIG", "SET", "requirepass", odd)
+        try:
+            urls = [url(s, odd) for s in self.servers]
+            r = redlock(["acquire", "job"], servers=", ".join(urls))
+            self.assertEqual(r.code, 0, r)
+            self.assertNotIn("hun", r.stdout + r.stderr)
+            r = redlock(["--json", "status", "job"], servers=" ".join(urls))
+            self.assertEqual((r.code, r.json()["state"]), (0, "held"), r)
+            self.assertNotIn("hun", r.stdout + r.stderr)
+            # A URL that is wrong besides (no host): the message shows no piece of the password.
+            r = redlock(["status", "job"], servers="redis://:hun,ter 2@")
+            self.assertEqual(r.code, 78, r)
+            for piece in ("hun", "ter", " 2"):
+                self.assertNotIn(piece, r.stderr)
+        finally:
+            for s in self.servers:
+                with s.client(password=odd) as c:
+                    c.call("CONFIG", "SET", "requirepass", PASSWORD)
+
     def test_password_from_the_environment(self):
         r = self.rl(self.plain_urls(), "acquire", "job", env={"REDLOCK_PASSWORD": PASSWORD})
         self.assertEqual(r.code, 0, r)

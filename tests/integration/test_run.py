@@ -418,6 +418,22 @@ class Child(RunTest):
         self.assertEqual(lines[3], "status:0")  # still held after the nested run and acquire ended
         self.assertEqual(self.cluster.values("job"), [None] * 5)
 
+    def test_a_nested_run_reaches_the_lock_as_the_enclosing_one_did(self):
+        # --prefix, --timeout, --user, the TLS options and the password file's path go to the
+        # child as REDLOCK_*, so a nested run of NAME re-enters the same key on the same servers.
+        b = redlock_binary()
+        report = self.path("inner.json")
+        r = self.rl("--prefix", "app:", "--timeout", "2s", "--tls-server-name", "srv.example", "run", "job", "--",
+                    "sh", "-c", 'echo "$REDLOCK_PREFIX $REDLOCK_TIMEOUT $REDLOCK_TLS_SERVER_NAME '
+                    '${{REDLOCK_TLS_KEY-unset}}"; {b} run --report {rep} job -- true'.format(b=b, rep=report),
+                    env={"REDLOCK_TLS_KEY": ""})
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual(r.stdout, "app: 2s srv.example unset\n")
+        with open(report) as f:
+            rep = json.load(f)
+        self.assertEqual((rep["nested"], rep["key"]), (True, "app:job"), rep)
+        self.assertEqual(self.cluster.values("app:job"), [None] * 5)
+
     def test_a_reentry_reports_the_enclosing_runs_fence(self):
         b = redlock_binary()
         report = self.path("inner.json")
@@ -536,6 +552,35 @@ class Child(RunTest):
         r = self.rl("run", "other", "--report", "/nonexistent/a\nb", "--", "true")
         self.assertEqual(r.code, 0, r)
         self.assertEqual(r.stderr, "redlock: warning: --report '/nonexistent/a\\nb': No such file or directory\n")
+
+
+class PrivateFiles(RunTest):
+    """--report and --token-file carry the token: 0600 whatever the umask, never through a link."""
+
+    def test_private_whatever_the_umask_and_no_planted_link_is_followed(self):
+        for option in ("--report", "--token-file"):
+            for planted in ("path", "temporary"):
+                with self.subTest(option=option, planted=planted):
+                    target = self.path("victim")
+                    with open(target, "w") as f:
+                        f.write("untouched\n")
+                    out = self.path("out" + option + planted)
+                    # A link at FILE itself, or where a temporary file named after redlock's pid would be.
+                    script = ('ln -s "$1" "$2"; ' if planted == "path" else 'ln -s "$1" "$2.tmp.$$"; ') + \
+                        'umask 0; shift 2; exec "$@"'
+                    p = subprocess.run(["sh", "-c", script, "sh", target, out, redlock_binary(), "run", "job", option,
+                                        out, "--", "true"],
+                                       env=dict(clean_env(None), REDLOCK_SERVERS=self.cluster.spec),
+                                       capture_output=True, timeout=30)
+                    self.assertEqual(p.returncode, 0, p)
+                    with open(target) as f:
+                        self.assertEqual(f.read(), "untouched\n")
+                    st = os.lstat(out)
+                    self.assertTrue(stat.S_ISREG(st.st_mode), "a link was followed")
+                    self.assertEqual(stat.S_IMODE(st.st_mode), 0o600)
+                    for name in os.listdir(self.tmp):
+                        if ".tmp." in name and not os.path.islink(self.path(name)):
+                            self.fail("temporary file left: " + name)
 
 
 class TokenFile(RunTest):

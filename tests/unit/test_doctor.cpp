@@ -120,6 +120,26 @@ TEST_CASE("reachable: all is ok, a quorum is a warning, less is a failure") {
   CHECK(report.verdict == Verdict::Fail);
 }
 
+TEST_CASE("reachable: one server under two URLs is one vote") {
+  auto servers = healthy_servers(3);
+  servers[2].reachable = false;
+  // By address (the transport marks the second URL) or by run_id: either way one vote, not two.
+  for (int by_run_id = 0; by_run_id < 2; ++by_run_id) {
+    auto listed = servers;
+    if (by_run_id) {
+      listed[1].run_id = listed[0].run_id;
+    } else {
+      listed[1].duplicate = true;
+    }
+    Check c = check_reachable(listed);
+    CHECK(c.verdict == Verdict::Fail);
+    CHECK(c.summary == "1 of 3 servers answered; a quorum is 2: no lock can be taken");
+    DoctorReport report = assess(listed, options());
+    CHECK(report.no_quorum);
+    CHECK(report.reachable.yes == 1);
+  }
+}
+
 TEST_CASE("master: replicas fail, a master with replicas warns, a refused ROLE is unknown") {
   auto servers = healthy_servers(3);
   CHECK(check_master(servers).verdict == Verdict::Ok);

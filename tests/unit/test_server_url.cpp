@@ -146,4 +146,12 @@ TEST_CASE("server URLs: the same address twice is refused") {
 TEST_CASE("server lists split on commas and whitespace") {
   CHECK(split_server_list("a:1,b:2  c:3\n\td:4,,") == std::vector<std::string>{"a:1", "b:2", "c:3", "d:4"});
   CHECK(split_server_list(" , ").empty());
+  // A separator inside a password stays there: the piece after it has an '@' and no scheme.
+  CHECK(split_server_list("redis://:hunter,2@h:1, redis://u:a b,,c@h:2 h:3") ==
+        std::vector<std::string>{"redis://:hunter,2@h:1", "redis://u:a b,,c@h:2", "h:3"});
+  // A URL that is a server on its own keeps its place ("u:p@b:2" is then a bare server with a user).
+  CHECK(split_server_list("redis://a:1,u:p@b:2") == std::vector<std::string>{"redis://a:1", "u:p@b:2"});
+  auto url = parse_server_url(split_server_list("rediss://u:p, q@h:7")[0]);
+  CHECK(*url.password == "p, q");
+  CHECK(url.redacted().find("p, q") == std::string::npos);
 }
