@@ -239,7 +239,8 @@ void Redlock::spread_fence(const LockSpec& spec, std::int64_t fence,
   Round(network_, to, [&](std::size_t) { return fence_request(spec, fence_text); }).abandon();
 }
 
-std::optional<std::int64_t> Redlock::write_fence(const LockSpec& spec, std::int64_t fence, TimePoint valid_until) {
+std::optional<std::int64_t> Redlock::write_fence(const LockSpec& spec, std::int64_t fence, TimePoint valid_until,
+                                                 std::string& duplicate) {
   // The counters disagree (a server lost its data, or split attempts raised some): the highest is
   // above every earlier fence; store it on a quorum with a set-if-greater (a majority max-register).
   const std::string fence_text = std::to_string(fence);
@@ -257,6 +258,9 @@ std::optional<std::int64_t> Redlock::write_fence(const LockSpec& spec, std::int6
       },
       valid_until);
   fencing.abandon();
+  for (const auto& r : fencing.results()) {
+    if (r && r->failure == Failure::Duplicate) duplicate = r->error;
+  }
   if (fenced.won()) return fence;
   return std::nullopt;
 }
@@ -361,13 +365,14 @@ AcquireResult Redlock::attempt(const LockSpec& spec) {
     TimePoint valid_until = round.started() + spec.ttl - drift_allowance(spec.ttl, spec.drift);
     if (faults::enabled("no-validity")) valid_until = kNever;
     std::optional<std::int64_t> fence = agreed_fence(counters, tally.needed());
+    std::string duplicate_error;
     if (fence) {
       spread_fence(spec, *fence, round.results());
     } else {
-      fence = write_fence(spec, *std::max_element(counters.begin(), counters.end()), valid_until);
+      fence = write_fence(spec, *std::max_element(counters.begin(), counters.end()), valid_until, duplicate_error);
     }
     TimePoint now = network_.now();
-    if (fence && valid_until - now > spec.min_validity) {
+    if (fence && valid_until - now > spec.min_validity && duplicate_error.empty()) {
       res.outcome = AcquireOutcome::Acquired;
       res.fence = *fence;
       res.taken_at = decided_at;
@@ -376,6 +381,7 @@ AcquireResult Redlock::attempt(const LockSpec& spec) {
       return res;
     }
     release_taken(spec, holds, may_hold);
+    if (!duplicate_error.empty()) config_error(duplicate_error);
     res.outcome = AcquireOutcome::NoQuorum;
     res.message = fence ? too_little_validity(valid_until - now, spec.min_validity)
                         : "the fencing token could not be stored on a quorum within the validity";

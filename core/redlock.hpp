@@ -152,7 +152,10 @@ class Redlock {
   // Sends FENCE (set-if-greater) to the servers whose answer did not carry it, without waiting.
   void spread_fence(const LockSpec& spec, std::int64_t fence, const std::vector<std::optional<Result>>& answers);
   // Stores FENCE on a quorum (set-if-greater); nothing when a quorum did not confirm it in time.
-  std::optional<std::int64_t> write_fence(const LockSpec& spec, std::int64_t fence, TimePoint valid_until);
+  // DUPLICATE is the error of a server that answered as the second URL of another, if one did:
+  // the fence round may be where that shows first.
+  std::optional<std::int64_t> write_fence(const LockSpec& spec, std::int64_t fence, TimePoint valid_until,
+                                          std::string& duplicate);
 
   Network& network_;
   Duration timeout_;

@@ -98,12 +98,15 @@ class Acquire(ClusterTest):
         self.assertEqual(self.cluster.values("job"), [token.encode()] * 5)
 
     def test_quorum_ok_counts_every_server_that_took_it(self):
-        # The count agrees with the servers' results, including answers heard after the decision.
+        # The count agrees with the servers' results, including answers heard after the decision
+        # (a server not heard from at all, on a busy machine, may hold it too: it is "unknown").
         for i in range(5):
             j = self.rl("acquire", "-n", "job%d" % i, "--json").json()
             locked = sum(1 for s in j["servers"] if s["result"] == "locked")
             self.assertEqual(j["quorum"]["ok"], locked, j)
-            self.assertEqual(locked, sum(v is not None for v in self.cluster.values("job%d" % i)), j)
+            heard = [s["result"] != "unknown" for s in j["servers"]]
+            values = self.cluster.values("job%d" % i)
+            self.assertEqual(locked, sum(v is not None for v, h in zip(values, heard) if h), j)
 
     def test_token_reacquire_resets_the_ttl(self):
         self.assertEqual(self.rl("acquire", "--token", "mine", "--ttl", "2s", "job").code, 0)
