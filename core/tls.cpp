@@ -364,6 +364,10 @@ TlsContext::TlsContext(const TlsOptions& options) : impl_(std::make_unique<Impl>
     }
     const std::string& key = options.key_file.empty() ? options.cert_file : options.key_file;
     if (openssl().SSL_CTX_use_PrivateKey_file(ctx, key.c_str(), SSL_FILETYPE_PEM) != 1) {
+      if (options.key_file.empty()) {
+        openssl().ERR_clear_error();
+        config_error("--tls-cert '" + options.cert_file + "' holds no private key; give it with --tls-key");
+      }
       config_error("--tls-key: cannot load '" + key + "': " + openssl_error_or("no private key in it"));
     }
     if (openssl().SSL_CTX_check_private_key(ctx) != 1) {

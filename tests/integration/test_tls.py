@@ -213,6 +213,11 @@ class Tls(unittest.TestCase):
             r = self.rl(self.tls[:1], *args, "status", "job")
             self.assertEqual(r.code, 78, (args, r))
             self.assertIn("--tls-", r.stderr)
+        # A certificate without its key, and no --tls-key: said so, not blamed on --tls-key.
+        r = self.rl(self.tls[:1], "--tls-ca", self.ca, "--tls-cert", self.client_cert[0], "status", "job")
+        self.assertEqual((r.code, r.stderr.splitlines()),
+                         (78, ["redlock: error: --tls-cert '%s' holds no private key; give it with --tls-key"
+                               % self.client_cert[0]]), r)
 
     def test_insecure_works_without_verification_and_warns_every_time(self):
         servers = [self.other, self.expired, self.tls[0]]
