@@ -611,7 +611,10 @@ Check check_acl(const std::vector<ServerFacts>& servers, const std::string& prob
   for (std::size_t i = 0; i < servers.size(); ++i) {
     const ServerFacts& f = servers[i];
     if (!askable(f)) continue;
-    if (!f.denied.empty()) {
+    if (f.role && *f.role != "master") {
+      // A replica refuses every write (READONLY) whatever the ACL; the master check says why.
+      c.notes.push_back({i, Verdict::Unknown, "a " + *f.role + " refuses writes: the ACL cannot be probed here"});
+    } else if (!f.denied.empty()) {
       std::string text = "refused: ";
       for (std::size_t k = 0; k < f.denied.size(); ++k) text += (k ? "; " : "") + f.denied[k];
       c.notes.push_back({i, Verdict::Fail, text});

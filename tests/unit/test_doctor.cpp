@@ -275,6 +275,16 @@ TEST_CASE("acl: a refusal fails, an unfinished probe is unknown, a key left behi
   CHECK(check_acl(unfinished, "k").verdict == Verdict::Warn);
 }
 
+TEST_CASE("acl: a replica's READONLY is no ACL refusal") {
+  auto servers = healthy_servers(3);
+  servers[2].role = "slave";
+  servers[2].denied = {"acquire script: READONLY You can't write against a read only replica."};
+  Check c = check_acl(servers, "k");
+  CHECK(c.verdict == Verdict::Unknown);
+  REQUIRE(c.notes.size() == 1);
+  CHECK(c.notes[0].text == "a slave refuses writes: the ACL cannot be probed here");
+}
+
 TEST_CASE("latency: above half of --timeout warns, connect included") {
   auto servers = healthy_servers(3);
   CHECK(check_latency(servers, options()).verdict == Verdict::Ok);
