@@ -38,7 +38,8 @@ class Lease {
   Event poll();
 
  private:
-  // The next renewal: AFTER from now, but no later than halfway to the last moment one could help.
+  // The next renewal: AFTER from now when that leaves room for a retry before the last moment one
+  // could help, else halfway to that moment.
   TimePoint schedule(TimePoint now, Duration after) const;
 
   Network& network_;
