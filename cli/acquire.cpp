@@ -177,19 +177,22 @@ int run_acquire(const AcquireOptions& o, const GlobalOptions& global) {
   plan.wait.interrupted = [&signals] { return signals.pending({SIGINT, SIGTERM, SIGHUP}); };
 
   AcquireResult r = redlock.acquire(plan.spec, plan.wait);
+  // A lock this command cannot keep goes back rather than to its TTL. As in run, only until a
+  // quorum released: a frozen server has its release on the way.
+  auto give_back = [&] {
+    redlock.release(plan.spec.keys, plan.spec.token, false, Redlock::ReleaseWait::Outcome);
+    transport->flush(Clock::now() + request_timeout(global));
+  };
   int stopped_by = signals.first_caught({SIGINT, SIGTERM, SIGHUP});
   if (r.outcome == AcquireOutcome::Acquired && stopped_by) {
-    // Stopped while the last attempt was out: give it back rather than leave it to its TTL. As in
-    // run, only until a quorum released: a frozen server has its release on the way.
-    redlock.release(plan.spec.keys, plan.spec.token, false, Redlock::ReleaseWait::Outcome);
+    give_back();  // stopped while the last attempt was out
     r.outcome = AcquireOutcome::Interrupted;
   }
   if (r.outcome == AcquireOutcome::Acquired && !o.token_file.empty()) {
     try {
       write_token_file(o.token_file, r.token);
     } catch (const Error&) {
-      redlock.release(plan.spec.keys, plan.spec.token, false, Redlock::ReleaseWait::Outcome);
-      transport->flush(Clock::now() + request_timeout(global));
+      give_back();
       throw;
     }
   }
@@ -208,8 +211,7 @@ int run_acquire(const AcquireOptions& o, const GlobalOptions& global) {
   if (r.outcome == AcquireOutcome::Acquired && !delivered) {
     // Nobody has seen the token, so nobody could release the lock before its TTL: give it back.
     int err = errno;
-    redlock.release(plan.spec.keys, plan.spec.token, false, Redlock::ReleaseWait::Outcome);
-    transport->flush(Clock::now() + request_timeout(global));
+    give_back();
     config_error(std::string("stdout: ") + std::strerror(err) + "; the lock was given back");
   }
   switch (r.outcome) {

@@ -87,15 +87,14 @@ Json json_head(const std::string& command, const std::string& name, const std::s
 Json json_servers(const std::vector<ServerReport>& servers);
 Json json_quorum(const Tally& tally);
 double json_ms(Duration d);
-// Prints OBJECT on stdout as one line. Names and values are bytes; what is not valid UTF-8 is
-// written as U+FFFD, so that a binary name never breaks the output.
 // Writes CONTENT to PATH, mode 0600 from the first byte whatever the umask: a new temporary file
 // of a name nobody can guess in the same directory (O_EXCL: no file or link planted there is
 // followed), renamed over PATH. Returns 0, or the errno of what failed.
 int write_private_file(const std::string& path, const std::string& content);
 
 // One line on stdout, written out at once; false (errno set) when it could not be (stdout closed,
-// a full disk).
+// a full disk). print_json prints OBJECT so: names and values are bytes, and what is not valid
+// UTF-8 is written as U+FFFD, so that a binary name never breaks the output.
 bool print_json(const Json& object);
 bool print_line(const std::string& line);
 

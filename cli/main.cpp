@@ -78,12 +78,12 @@ bool is_global(std::string_view a) {
 
 // The first word that is neither an option nor an option's value: what was meant as a command.
 // AFTER is the word before it when that is an option redlock does not know, whose value it may be.
-std::string first_word(int argc, char** argv, std::string* after = nullptr) {
+std::string first_word(int argc, char** argv, std::string* after) {
   for (int i = 1; i < argc; ++i) {
     std::string_view a = argv[i];
     if (a == "--") return {};
     if (a.empty() || a[0] != '-') {
-      if (after && i > 1 && argv[i - 1][0] == '-' && !is_global(argv[i - 1])) *after = argv[i - 1];
+      if (i > 1 && argv[i - 1][0] == '-' && !is_global(argv[i - 1])) *after = argv[i - 1];
       return std::string(a);
     }
     if (takes_value(a)) ++i;
@@ -125,16 +125,6 @@ std::string one_line(std::string text) {
   return text;
 }
 
-int fail(bool json, const std::string& command, int code, const std::string& message);
-
-// What was printed must have reached stdout: a full disk or a closed pipe is no success (78), and
-// is said on stderr whatever the status.
-int checked_stdout(const std::string& command, int status) {
-  if (std::fflush(stdout) == 0 && !std::ferror(stdout)) return status;
-  int code = fail(false, command, exit_code::kConfig, std::string("stdout: ") + std::strerror(errno ? errno : EIO));
-  return status == exit_code::kOk ? code : status;
-}
-
 int fail(bool json, const std::string& command, int code, const std::string& message) {
   std::string line = one_line(message);
   std::fprintf(stderr, "redlock: error: %s\n", line.c_str());
@@ -146,6 +136,14 @@ int fail(bool json, const std::string& command, int code, const std::string& mes
     print_json(j);
   }
   return code;
+}
+
+// What was printed must have reached stdout: a full disk or a closed pipe is no success (78), and
+// is said on stderr whatever the status.
+int checked_stdout(const std::string& command, int status) {
+  if (std::fflush(stdout) == 0 && !std::ferror(stdout)) return status;
+  int code = fail(false, command, exit_code::kConfig, std::string("stdout: ") + std::strerror(errno ? errno : EIO));
+  return status == exit_code::kOk ? code : status;
 }
 
 }  // namespace
@@ -171,7 +169,8 @@ int main(int argc, char** argv) {
   static const std::pair<const char*, Setup> kCommands[] = {
       {"acquire", setup_acquire}, {"extend", setup_extend}, {"release", setup_release},      {"status", setup_status},
       {"run", setup_run},         {"doctor", setup_doctor}, {"completion", setup_completion}};
-  const std::string word = first_word(argc, argv);
+  std::string after_unknown;  // an unknown option just before WORD, whose value WORD may be
+  const std::string word = first_word(argc, argv, &after_unknown);
   bool named = false;
   for (const auto& [name, setup] : kCommands) {
     if (word == name) {
@@ -217,9 +216,7 @@ int main(int argc, char** argv) {
     if (!subs.empty()) command = subs.front()->get_name();
     if (subs.empty() && !word.empty()) {
       // After an unknown option the word may be its value (a mistyped --pasword's): not echoed.
-      std::string after;
-      first_word(argc, argv, &after);
-      const std::string what = after.empty() ? "command '" + word + "'" : "option " + one_line(after);
+      const std::string what = after_unknown.empty() ? "command '" + word + "'" : "option " + one_line(after_unknown);
       return fail(json, command, exit_code::kUsage,
                   "unknown " + what + " (commands: acquire, extend, release, status, run, doctor, completion)");
     }
