@@ -73,7 +73,7 @@ void check_credentials(const std::vector<ServerUrl>& servers, const TransportOpt
 
 void setup_global_options(CLI::App& app, GlobalOptions& o) {
   // One value per -S (repeatable), so that `status -S URL NAME` leaves NAME alone.
-  app.add_option("-S,--servers", o.servers, "Redis masters, URL[,URL...] (repeatable)")
+  app.add_option("-S,--servers", o.servers, "Redis masters, URL[,URL...] (repeatable; else REDLOCK_SERVERS)")
       ->type_name("URL[,URL...]")
       ->type_size(1)
       ->expected(1)

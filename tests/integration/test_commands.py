@@ -8,6 +8,7 @@ import signal
 import stat
 import subprocess
 import time
+import unittest
 
 from harness import ClusterTest, clean_env, main, redlock, redlock_binary, spawn
 
@@ -180,6 +181,49 @@ class Acquire(ClusterTest):
         r = self.rl("acquire", "job", "--json", "-q")
         self.assertEqual(r.code, 0, r)
         self.assertEqual(r.json()["command"], "acquire")
+
+
+class EveryOptionFromTheEnvironment(unittest.TestCase):
+    """The contract: every long option can also be set as REDLOCK_<OPTION> (upper case, - as _)."""
+
+    def options_and_help(self, *command):
+        r = redlock(list(command) + ["--help"])
+        self.assertEqual(r.code, 0, r)
+        entries, current = [], None
+        for line in r.stdout.splitlines():
+            if re.match(r"^  -", line):
+                current = [line]
+                entries.append(current)
+            elif current is not None and line.startswith("    "):
+                current.append(line)
+            else:
+                current = None
+        for entry in entries:
+            text = " ".join(entry)
+            for name in re.findall(r"(?:^|[ ,])(--[a-z][a-z-]*)", entry[0]):
+                yield name, text
+
+    def test_each_long_option_names_its_variable(self):
+        seen = 0
+        for command in ([], ["acquire"], ["extend"], ["release"], ["status"], ["run"], ["doctor"]):
+            for name, text in self.options_and_help(*command):
+                if name in ("--help", "--version"):
+                    continue
+                variable = "REDLOCK_" + name[2:].upper().replace("-", "_")
+                with self.subTest(command=command, option=name):
+                    self.assertIn(variable, text)
+                    seen += 1
+        self.assertGreater(seen, 40)
+
+    def test_the_variables_work(self):
+        # A few read by hand rather than by CLI11: the servers, and --token for extend.
+        r = redlock(["status", "job"], env={"REDLOCK_SERVERS": "127.0.0.1:1", "REDLOCK_TIMEOUT": "50ms",
+                                             "REDLOCK_JSON": "1"})
+        self.assertEqual(r.code, 69, r)
+        self.assertEqual(r.json()["servers"][0]["server"], "redis://127.0.0.1:1")
+        r = redlock(["extend", "job"], env={"REDLOCK_SERVERS": "127.0.0.1:1", "REDLOCK_TIMEOUT": "50ms",
+                                             "REDLOCK_TOKEN": "t"})
+        self.assertEqual(r.code, 69, r)
 
 
 class TokenNobodySaw(ClusterTest):
