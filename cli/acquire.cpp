@@ -68,6 +68,7 @@ AcquirePlan plan_acquire(const AcquireOptions& o, const GlobalOptions& global) {
   plan.spec.owner = o.owner.empty() ? default_owner() : o.owner;
   // --token, else REDLOCK_TOKEN (inside `run`'s child: that run's token), else a new one.
   auto inherited = inherited_token();
+  plan.spec.given_token = !o.token.empty() || inherited;
   plan.spec.token = !o.token.empty() ? o.token : inherited ? *inherited : make_token();
   const char* run_key = std::getenv("REDLOCK_KEY");
   if (run_key && *run_key && inherited && plan.spec.token == *inherited) {
@@ -86,6 +87,7 @@ AcquirePlan plan_acquire(const AcquireOptions& o, const GlobalOptions& global) {
   plan.wait.wait = !nonblock;
   plan.wait.retry_delay = duration_option(o.retry_delay, "--retry-delay", false);
   if (wait) plan.wait.deadline = Clock::now() + duration_option(o.wait, "--wait", true);
+  require_private_file(o.token_file, "--token-file");
   return plan;
 }
 
@@ -160,16 +162,19 @@ int run_acquire(const AcquireOptions& o, const GlobalOptions& global) {
       j["attempts"] = 1;
       j["quorum"] = json_quorum(s.tally);
       j["servers"] = json_servers(s.servers);
+      if (s.no_quorum) no_quorum(&j, o.name, reentry_refusal(s));
       print_json(j);
     } else if (held) {
       std::printf("%s\n", plan.spec.token.c_str());
+    } else if (s.no_quorum) {
+      no_quorum(nullptr, o.name, reentry_refusal(s));
     }
     if (held) return exit_code::kOk;
-    if (!global.json && (s.no_quorum || !global.quiet)) {
-      std::fprintf(stderr, "redlock: %s%s: %s\n", s.no_quorum ? "error: " : "", printable(o.name).c_str(),
-                   reentry_refusal(s));
+    if (s.no_quorum) return exit_code::kNoQuorum;
+    if (!global.json && !global.quiet) {
+      std::fprintf(stderr, "redlock: %s: %s\n", printable(o.name).c_str(), reentry_refusal(s));
     }
-    return s.no_quorum ? exit_code::kNoQuorum : o.conflict_exit_code;
+    return o.conflict_exit_code;
   }
 
   SignalCatcher signals({SIGINT, SIGTERM, SIGHUP});
@@ -204,6 +209,7 @@ int run_acquire(const AcquireOptions& o, const GlobalOptions& global) {
   if (global.json) {
     json_acquisition(j, r);
     if (r.outcome == AcquireOutcome::Interrupted) j["interrupted_by"] = signal_name(stopped_by ? stopped_by : SIGTERM);
+    if (r.outcome == AcquireOutcome::NoQuorum) no_quorum(&j, o.name, "no quorum: " + r.message);
     delivered = print_json(j);
   } else if (r.outcome == AcquireOutcome::Acquired) {
     delivered = print_line(r.token);
@@ -229,9 +235,7 @@ int run_acquire(const AcquireOptions& o, const GlobalOptions& global) {
       }
       return o.conflict_exit_code;
     case AcquireOutcome::NoQuorum:
-      if (!global.json)
-        std::fprintf(stderr, "redlock: error: %s: no quorum: %s\n", printable(o.name).c_str(), r.message.c_str());
-      return exit_code::kNoQuorum;
+      return global.json ? exit_code::kNoQuorum : no_quorum(nullptr, o.name, "no quorum: " + r.message);
     case AcquireOutcome::Interrupted:
       return 128 + (stopped_by ? stopped_by : SIGTERM);
   }

@@ -14,6 +14,7 @@
 
 #include "duration.hpp"
 #include "error.hpp"
+#include "exit_codes.hpp"
 #include "fd.hpp"
 #include "token.hpp"
 
@@ -201,6 +202,16 @@ void verbose(const GlobalOptions& options, int level, const std::string& message
   if (options.verbose >= level && !options.quiet) std::fprintf(stderr, "redlock: %s\n", message.c_str());
 }
 
+int report_error(Json* answer, int code, const std::string& line) {
+  std::fprintf(stderr, "redlock: error: %s\n", line.c_str());
+  if (answer) (*answer)["error"] = {{"code", code}, {"message", line}};
+  return code;
+}
+
+int no_quorum(Json* answer, const std::string& name, const std::string& what) {
+  return report_error(answer, exit_code::kNoQuorum, printable(name) + ": " + what);
+}
+
 Json json_head(const std::string& command, const std::string& name, const std::string& key) {
   Json j;
   j["version"] = 1;
@@ -233,9 +244,35 @@ Json json_quorum(const Tally& tally) {
   return {{"needed", tally.needed()}, {"ok", tally.yes}, {"total", tally.total}};
 }
 
+namespace {
+
+// A new file beside PATH that nobody can have planted (O_EXCL, O_NOFOLLOW), mode 0600; -1 on failure.
+int create_beside(const std::string& path, std::string& tmp) {
+  tmp = path + ".tmp." + std::to_string(getpid()) + "." + make_token().substr(0, 12);
+  return ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+}
+
+}  // namespace
+
+void require_private_file(const std::string& path, const std::string& option) {
+  if (path.empty()) return;
+  int err = 0;
+  struct stat st {};
+  std::string tmp;
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+    err = EISDIR;
+  } else if (int fd = create_beside(path, tmp); fd < 0) {
+    err = errno;
+  } else {
+    ::close(fd);
+    ::unlink(tmp.c_str());
+  }
+  if (err) config_error(option + " '" + printable(path) + "': " + std::strerror(err));
+}
+
 int write_private_file(const std::string& path, const std::string& content) {
-  std::string tmp = path + ".tmp." + std::to_string(getpid()) + "." + make_token().substr(0, 12);
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  std::string tmp;
+  int fd = create_beside(path, tmp);
   if (fd < 0) return errno;
   bool ok =
       fchmod(fd, 0600) == 0 && ::write(fd, content.data(), content.size()) == static_cast<ssize_t>(content.size());

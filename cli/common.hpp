@@ -81,6 +81,11 @@ std::string printable(const std::string& text);
 // Diagnostics on stderr: warnings unless -q, verbose lines with -v.
 void warn(const GlobalOptions& options, const std::string& message);
 void verbose(const GlobalOptions& options, int level, const std::string& message);
+// An error: one line on stderr, "redlock: error: LINE", whatever the format, and in ANSWER (when
+// given: the command's JSON object) the "error" every error's JSON carries. Returns CODE.
+int report_error(Json* answer, int code, const std::string& line);
+// Too few servers answered for NAME (69): report_error with "NAME: WHAT".
+int no_quorum(Json* answer, const std::string& name, const std::string& what);
 
 // The JSON skeleton every command prints: version, command, name, key.
 Json json_head(const std::string& command, const std::string& name, const std::string& key);
@@ -91,6 +96,10 @@ double json_ms(Duration d);
 // of a name nobody can guess in the same directory (O_EXCL: no file or link planted there is
 // followed), renamed over PATH. Returns 0, or the errno of what failed.
 int write_private_file(const std::string& path, const std::string& content);
+// That write_private_file(PATH) can work, found out before a lock is taken for nothing: makes and
+// removes such a temporary file, and PATH must not be a directory. Else a configuration error
+// that names OPTION. Nothing to check when PATH is empty.
+void require_private_file(const std::string& path, const std::string& option);
 
 // One line on stdout, written out at once; false (errno set) when it could not be (stdout closed,
 // a full disk). print_json prints OBJECT so: names and values are bytes, and what is not valid

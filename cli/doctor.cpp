@@ -74,7 +74,7 @@ Json json_optional_ms(const std::optional<Duration>& d) {
   return d ? Json(json_ms(*d)) : Json(nullptr);
 }
 
-void print_json_report(const DoctorReport& r, const DoctorOptions& options) {
+Json json_report(const DoctorReport& r, const DoctorOptions& options) {
   Json j;
   j["version"] = 1;
   j["command"] = "doctor";
@@ -129,7 +129,7 @@ void print_json_report(const DoctorReport& r, const DoctorOptions& options) {
   j["checks"] = checks;
   j["verdict"] = overall_name(r);
   j["exit_status"] = exit_status(r);
-  print_json(j);
+  return j;
 }
 
 int run_doctor_command(const DoctorCliOptions& o, const GlobalOptions& global) {
@@ -141,14 +141,16 @@ int run_doctor_command(const DoctorCliOptions& o, const GlobalOptions& global) {
   DoctorReport report = run_doctor(*transport, options);
   transport->flush(Clock::now() + options.timeout);
 
+  const std::string unanswered = "no quorum: " + std::to_string(report.reachable.yes) + " of " +
+                                 std::to_string(report.reachable.total) + " servers answered; " +
+                                 std::to_string(report.reachable.needed()) + " must answer";
   if (global.json) {
-    print_json_report(report, options);
+    Json j = json_report(report, options);
+    if (report.no_quorum) report_error(&j, exit_code::kNoQuorum, unanswered);
+    print_json(j);
   } else {
     print_plain(report, options);
-    if (report.no_quorum) {
-      std::fprintf(stderr, "redlock: error: no quorum: %zu of %zu servers answered; %zu must answer\n",
-                   report.reachable.yes, report.reachable.total, report.reachable.needed());
-    }
+    if (report.no_quorum) report_error(nullptr, exit_code::kNoQuorum, unanswered);
   }
   return exit_status(report);
 }

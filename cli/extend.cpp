@@ -36,12 +36,12 @@ int run_extend(const ExtendOptions& o, const GlobalOptions& global) {
     j["quorum"] = json_quorum(r.tally);
     if (!r.message.empty()) j["message"] = r.message;
     j["servers"] = json_servers(r.servers);
+    if (r.no_quorum) no_quorum(&j, o.name, r.message);
     print_json(j);
-  } else if (!r.extended) {
-    if (r.no_quorum || !global.quiet) {  // not held is an answer, not an error: -q keeps it quiet
-      std::fprintf(stderr, "redlock: %s%s: %s\n", r.no_quorum ? "error: " : "", printable(o.name).c_str(),
-                   r.message.c_str());
-    }
+  } else if (r.no_quorum) {
+    no_quorum(nullptr, o.name, r.message);
+  } else if (!r.extended && !global.quiet) {  // not held is an answer, not an error: -q keeps it quiet
+    std::fprintf(stderr, "redlock: %s: %s\n", printable(o.name).c_str(), r.message.c_str());
   }
   if (r.extended) return exit_code::kOk;
   return r.no_quorum ? exit_code::kNoQuorum : exit_code::kNotHeld;

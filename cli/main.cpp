@@ -126,15 +126,11 @@ std::string one_line(std::string text) {
 }
 
 int fail(bool json, const std::string& command, int code, const std::string& message) {
-  std::string line = one_line(message);
-  std::fprintf(stderr, "redlock: error: %s\n", line.c_str());
-  if (json) {
-    Json j;
-    j["version"] = 1;
-    j["command"] = command.empty() ? Json(nullptr) : Json(command);
-    j["error"] = {{"code", code}, {"message", line}};
-    print_json(j);
-  }
+  Json j;
+  j["version"] = 1;
+  j["command"] = command.empty() ? Json(nullptr) : Json(command);
+  report_error(json ? &j : nullptr, code, one_line(message));
+  if (json) print_json(j);
   return code;
 }
 

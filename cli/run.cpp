@@ -106,15 +106,14 @@ void write_report(const std::string& path, const Json& report, const GlobalOptio
 
 class Runner {
  public:
-  Runner(const RunOptions& o, const GlobalOptions& global, Json& report) : o_(o), global_(global), report_(report) {}
+  Runner(const RunOptions& o, const GlobalOptions& global, Json& report, SignalCatcher& signals)
+      : o_(o), global_(global), report_(report), signals_(&signals) {}
 
   int run() {
     plan_ = plan_run(o_, global_);
     report_["key"] = plan_.acquire.spec.keys.lock;
     transport_ = connect_servers(global_);
     redlock_ = std::make_unique<Redlock>(*transport_, request_timeout(global_));
-    signals_ =
-        std::make_unique<SignalCatcher>(std::vector<int>{SIGHUP, SIGINT, SIGQUIT, SIGUSR1, SIGUSR2, SIGTERM, SIGCHLD});
     transport_->set_wait_sigmask(&signals_->wait_mask());
     if (auto reentered = reentry_status(*redlock_, plan_.acquire)) return run_nested(*reentered);
     return run_locked();
@@ -173,8 +172,7 @@ class Runner {
         report_["message"] = acq.message;
         return finish("busy", o_.acquire.conflict_exit_code);
       case AcquireOutcome::NoQuorum:
-        std::fprintf(stderr, "redlock: error: %s: no quorum: %s\n", printable(o_.acquire.name).c_str(),
-                     acq.message.c_str());
+        no_quorum(&report_, o_.acquire.name, "no quorum: " + acq.message);
         report_["message"] = acq.message;
         report_["servers"] = json_servers(acq.servers);
         return finish("no_quorum", exit_code::kNoQuorum);
@@ -376,9 +374,13 @@ class Runner {
     report_["token"] = plan_.acquire.spec.token;
     auto fence = reentry_fence(plan_.acquire);
     report_["fence"] = s.state == LockState::Held && fence ? Json(*fence) : Json(nullptr);
+    if (s.no_quorum) {
+      no_quorum(&report_, o_.acquire.name, reentry_refusal(s));
+      return finish("no_quorum", exit_code::kNoQuorum);
+    }
     if (s.state != LockState::Held) {
       std::fprintf(stderr, "redlock: error: %s: %s\n", printable(o_.acquire.name).c_str(), reentry_refusal(s));
-      return s.no_quorum ? finish("no_quorum", exit_code::kNoQuorum) : finish("lost", o_.lost_exit_code);
+      return finish("lost", o_.lost_exit_code);
     }
     if (!o_.acquire.token_file.empty()) write_token_file(o_.acquire.token_file, plan_.acquire.spec.token);
     ChildSpec spec;
@@ -407,14 +409,19 @@ class Runner {
   RunPlan plan_;
   std::unique_ptr<Transport> transport_;
   std::unique_ptr<Redlock> redlock_;
-  std::unique_ptr<SignalCatcher> signals_;
+  SignalCatcher* signals_;
 };
 
 int run_run(const RunOptions& o, const GlobalOptions& global) {
+  // The report is how a caller learns the outcome: a place it cannot be written is found out
+  // before the lock is taken or the command run.
+  require_private_file(o.report, "--report");
   Json report = json_head("run", o.acquire.name, global.prefix + o.acquire.name);
+  // Caught until the report is written: a second TERM must not end us before it is.
+  SignalCatcher signals({SIGHUP, SIGINT, SIGQUIT, SIGUSR1, SIGUSR2, SIGTERM, SIGCHLD});
   int status;
   try {
-    Runner runner(o, global, report);
+    Runner runner(o, global, report, signals);
     status = runner.run();
   } catch (const Error& e) {
     report["outcome"] = "error";

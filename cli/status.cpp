@@ -63,6 +63,8 @@ int run_status(const StatusOptions& o, const GlobalOptions& global) {
   auto transport = connect_servers(global);
   Redlock redlock(*transport, request_timeout(global));
   StatusResult r = redlock.status(keys);
+  const std::string unanswered =
+      "only " + std::to_string(r.tally.yes) + " of " + std::to_string(r.tally.total) + " servers answered";
 
   if (global.json) {
     Json j = json_head("status", o.name, keys.lock);
@@ -84,17 +86,13 @@ int run_status(const StatusOptions& o, const GlobalOptions& global) {
       servers[i]["owner"] = s.owner ? Json(*s.owner) : Json(nullptr);
     }
     j["servers"] = servers;
+    if (r.no_quorum) no_quorum(&j, o.name, unanswered);
     print_json(j);
   } else {
     print_table(o, r);
+    if (r.no_quorum) no_quorum(nullptr, o.name, unanswered);
   }
-  if (r.no_quorum) {
-    if (!global.json) {
-      std::fprintf(stderr, "redlock: error: %s: only %zu of %zu servers answered\n", printable(o.name).c_str(),
-                   r.tally.yes, r.tally.total);
-    }
-    return exit_code::kNoQuorum;
-  }
+  if (r.no_quorum) return exit_code::kNoQuorum;
   return r.state == LockState::Held ? exit_code::kOk : exit_code::kNotHeld;
 }
 

@@ -1,6 +1,7 @@
 #include "supervisor.hpp"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <sched.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -110,6 +111,48 @@ int launch_child(void* arg) {
   _exit(err == ENOENT ? 127 : 126);
 }
 
+// The guard of the child's process group GROUP: a process of that group that waits until the pipe
+// from us reads end-of-file, which happens only once we are gone, however we died (SIGKILL
+// included), and then kills its group, itself with it. Being a member, it keeps the group's id
+// from being reused while it waits. It ignores every signal it can (those sent to the group are
+// meant for the command) and keeps no descriptor but its end of the pipe. Returns its pid and our
+// end of the pipe, or -1 when it could not be started (the child is then guarded by
+// PR_SET_PDEATHSIG alone, as it always is).
+pid_t start_guard(pid_t group, int& our_end) {
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) return -1;
+  pid_t pid = fork();
+  if (pid == 0) {
+    for (int sig = 1; sig < NSIG; ++sig) {
+      if (sig != SIGKILL && sig != SIGSTOP && sig != SIGCHLD) signal(sig, SIG_IGN);
+    }
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);
+    if (setpgid(0, group) != 0) _exit(0);  // the group is already gone: nothing to guard
+    int in = fds[0];
+    if (in != 0) {
+      dup2(in, 0);
+      in = 0;
+    }
+    close_range(1, ~0U, 0);
+    char c;
+    ssize_t n;
+    do {
+      n = read(in, &c, 1);  // nobody writes: it returns when our end is closed
+    } while (n > 0 || (n < 0 && errno == EINTR));
+    kill(0, SIGKILL);
+    _exit(0);
+  }
+  close(fds[0]);
+  if (pid < 0) {
+    close(fds[1]);
+    return -1;
+  }
+  our_end = fds[1];
+  return pid;
+}
+
 }  // namespace
 
 int parse_signal(const std::string& text, const char* what) {
@@ -188,6 +231,19 @@ Child::Child(const ChildSpec& spec, const SignalCatcher& signals) : own_group_(s
     while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
     }
     status_ = status;
+    return;
+  }
+  // Sharing our group (a terminal), there is no group of the child's own to kill: what it started
+  // is found through /proc while we live (signal_group), and by nobody once we are gone.
+  if (spec.own_group) guard_ = start_guard(pid_, guard_pipe_);
+}
+
+Child::~Child() {
+  if (guard_ < 0) return;
+  // Killed before our end closes, so that it never reads end-of-file.
+  kill(guard_, SIGKILL);
+  close(guard_pipe_);
+  while (waitpid(guard_, nullptr, 0) < 0 && errno == EINTR) {
   }
 }
 

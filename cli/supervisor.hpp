@@ -1,6 +1,8 @@
 // The child of `run`: spawned with the signal mask and dispositions it would have had without us,
 // PR_SET_PDEATHSIG so that it dies with us, in its own process group (or, when stdin is a terminal,
-// in ours, the terminal's foreground group, so that job control keeps working).
+// in ours, the terminal's foreground group, so that job control keeps working). In its own group,
+// a guard process kills the whole group should we die first, for PR_SET_PDEATHSIG reaches the
+// child alone and not what it started.
 #pragma once
 
 #include <sys/types.h>
@@ -24,6 +26,10 @@ class Child {
  public:
   // Forks and execs. When exec fails, the child is reaped here and exec_errno() tells why.
   Child(const ChildSpec& spec, const SignalCatcher& signals);
+  // Dismisses the guard: from here on, our end is an ordinary one.
+  ~Child();
+  Child(const Child&) = delete;
+  Child& operator=(const Child&) = delete;
 
   pid_t pid() const { return pid_; }
   int exec_errno() const { return exec_errno_; }
@@ -43,6 +49,8 @@ class Child {
 
  private:
   pid_t pid_ = -1;
+  pid_t guard_ = -1;
+  int guard_pipe_ = -1;  // our end: while it is open, we are alive
   bool own_group_ = true;
   int exec_errno_ = 0;
   std::optional<int> status_;

@@ -118,6 +118,22 @@ class Acquire(ClusterTest):
         other = self.rl("acquire", "--token", "theirs", "-n", "job")
         self.assertEqual(other.code, 75)
 
+    def test_a_reacquire_without_a_quorum_keeps_the_lock_it_had(self):
+        # Held with T everywhere; three servers freeze; re-acquiring with T gets no quorum. T still
+        # holds the lock on the frozen three: the failed attempt must not delete it anywhere.
+        self.assertEqual(self.rl("acquire", "--token", "T", "--ttl", "60s", "job").code, 0)
+        frozen = self.cluster.servers[2:]
+        for s in frozen:
+            s.freeze()
+        try:
+            r = self.rl("--timeout", "200ms", "acquire", "--token", "T", "-n", "job")
+            self.assertEqual(r.code, 69, r)
+        finally:
+            for s in frozen:
+                s.thaw()
+        time.sleep(0.2)  # whatever was queued on the frozen ones has run
+        self.assertEqual(self.cluster.values("job"), [b"T"] * 5)
+
     def test_token_file_is_private_from_the_first_byte(self):
         d = self.scratch_dir()
         path = os.path.join(d, "token")
@@ -131,6 +147,20 @@ class Acquire(ClusterTest):
         with open(path, "rb") as f:
             self.assertEqual(f.read(), r.out)
         self.assertEqual(os.listdir(d), ["token"])
+
+    def test_a_token_file_that_cannot_be_written_is_78_before_anything_is_taken(self):
+        d = self.scratch_dir()
+        for path in (os.path.join(d, "no", "token"), d):
+            with self.subTest(path=path):
+                r = self.rl("acquire", "--token-file", path, "job")
+                self.assertEqual(r.code, 78, r)
+                self.assertEqual(r.out, b"")
+                self.assertEqual(len(r.stderr.splitlines()), 1, r)
+                self.assertIn("--token-file", r.stderr)
+                # Not taken and given back: never taken (the fencing counter never moved).
+                self.assertEqual(self.cluster.values("job"), [None] * 5)
+                self.assertEqual(self.cluster.values("{job}:redlock:fence"), [None] * 5)
+        self.assertEqual(os.listdir(d), [])
 
     def test_flags_beat_environment_beats_defaults(self):
         r = self.rl("acquire", "job", env={"REDLOCK_TTL": "5s"})
@@ -529,6 +559,26 @@ class BadInput(ClusterTest):
                 r = self.rl(*args, "acquire", "job", "--bogus", env=env)
                 self.assertEqual(r.code, 64, r)
                 self.assertEqual(r.stdout.startswith('{"version":1'), json_wanted, r)
+
+    def test_no_quorum_is_an_error_in_every_format(self):
+        # 69 is an error: its line on stderr with --json too (and with -q), and the JSON answer
+        # carries it as "error", beside the command's own fields.
+        dead = "127.0.0.1:1,127.0.0.1:2,%s" % self.cluster.servers[0].address
+        for args in (["acquire", "-n", "job"], ["extend", "job", "--token", "t"], ["release", "job", "--token", "t"],
+                     ["status", "job"], ["run", "-n", "job", "--", "true"], ["doctor"]):
+            for fmt in ([], ["--json"], ["-q"]):
+                with self.subTest(args=args, fmt=fmt):
+                    r = redlock(fmt + ["--timeout", "200ms"] + args, servers=dead)
+                    self.assertEqual(r.code, 69, r)
+                    lines = r.stderr.splitlines()
+                    self.assertEqual(len(lines), 1, r)
+                    self.assertRegex(lines[0], r"^redlock: error: no quorum: " if args == ["doctor"] else
+                                     r"^redlock: error: job: ")
+                    if fmt == ["--json"]:
+                        j = r.json()
+                        self.assertEqual(j["command"], args[0])
+                        self.assertEqual(j["error"], {"code": 69, "message": lines[0][len("redlock: error: "):]})
+        self.assertEqual(self.cluster.values("job"), [None] * 3)
 
     def test_configuration_errors_are_78(self):
         self.assert_error(["acquire", "job"], 78, "unknown scheme", env={"REDLOCK_SERVERS": "http://x:1"})

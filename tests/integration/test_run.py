@@ -174,6 +174,38 @@ class Signals(RunTest):
         p.wait(timeout=10)
         wait_for(lambda: not pid_alive(child), timeout=5, what="child to die with its parent")
 
+    def test_sigkill_of_redlock_takes_what_the_child_started_with_it(self):
+        # PR_SET_PDEATHSIG reaches the child alone; sh -c 'a; b' runs a as a grandchild. The guard
+        # in the child's group kills the rest of the group.
+        cmd = ["sh", "-c", "echo $$ > %s; sleep 30 & echo $! > %s; wait" % (self.path("child"), self.path("grand"))]
+        p, child = self.start(cmd=cmd)
+        grand = self.read_pid("grand")
+        os.kill(p.pid, signal.SIGKILL)
+        p.wait(timeout=10)
+        wait_for(lambda: not pid_alive(grand), timeout=5, what="grandchild to die with redlock")
+        wait_for(lambda: not pid_alive(child), timeout=5, what="child to die with redlock")
+
+    def test_a_normal_end_leaves_no_guard_behind_and_kills_nothing(self):
+        # What CMD leaves running when it exits is its business (as with flock); the guard is gone.
+        r = self.rl("run", "job", "--", "sh", "-c", "sleep 30 >/dev/null 2>&1 & echo $! > %s" % self.path("grand"))
+        self.assertEqual(r.code, 0, r)
+        grand = self.read_pid("grand")
+        try:
+            self.assertTrue(pid_alive(grand))
+            pgid = os.getpgid(grand)
+            members = [d for d in os.listdir("/proc") if d.isdigit() and d != str(grand) and self._pgid(d) == pgid]
+            self.assertEqual(members, [], "left in the command's group besides its own process")
+        finally:
+            os.kill(grand, signal.SIGKILL)
+
+    @staticmethod
+    def _pgid(pid):
+        try:
+            with open("/proc/%s/stat" % pid) as f:
+                return int(f.read().rsplit(")", 1)[1].split()[2])
+        except (OSError, IndexError, ValueError):
+            return None
+
     def test_a_signal_while_waiting_ends_the_wait_and_the_command_never_runs(self):
         self.rl("acquire", "job")
         marker = self.path("ran")
@@ -191,6 +223,34 @@ class Signals(RunTest):
                 self.assertEqual((rep["outcome"], rep["reason"], rep["interrupted_by"], rep["signal"]),
                                  ("busy", "timeout", "SIG" + sig.name[3:], None), rep)
 
+
+    def test_a_second_signal_neither_kills_redlock_nor_loses_the_report(self):
+        # timeout(1) signals the process and its group: two TERMs at once. The first decides the
+        # status; the second must not end redlock by its default action before the report is out.
+        holder = spawn(["run", "job", "--", "sleep", "30"], servers=self.cluster)
+        try:
+            wait_for(lambda: self.cluster.values("job")[0] is not None, what="the holder's lock")
+            for case, name, cmd in (("waiting", "job", ["true"]), ("running", "other", ["sleep", "30"])):
+                for sig in (signal.SIGTERM, signal.SIGINT):
+                    for attempt in range(10):
+                        with self.subTest(case=case, sig=sig.name, attempt=attempt):
+                            report = self.path("r-%s-%d-%d.json" % (case, sig, attempt))
+                            p = spawn(["run", name, "--report", report, "--"] + cmd, servers=self.cluster,
+                                      stderr=subprocess.DEVNULL)
+                            if case == "waiting":
+                                time.sleep(0.2)
+                            else:
+                                wait_for(lambda: self.cluster.values("other")[0] is not None, what="run's lock")
+                            os.kill(p.pid, sig)
+                            os.kill(p.pid, sig)
+                            p.wait(timeout=10)
+                            self.assertEqual(p.returncode, 128 + sig)
+                            with open(report) as f:
+                                self.assertEqual(json.load(f)["exit_status"], 128 + sig)
+                            self.assertEqual(self.cluster.values("other"), [None] * 5)
+        finally:
+            holder.kill()
+            holder.wait(timeout=10)
 
     def test_other_signals_while_waiting_are_not_saved_up_for_the_command(self):
         # QUIT, USR1 and USR2 sent while run waits do not end the wait, and they are not delivered
@@ -548,10 +608,25 @@ class Child(RunTest):
         self.assertEqual(r.code, 64)
         self.assertEqual(self.report("bad.json")["outcome"], "error")
 
-    def test_a_report_that_cannot_be_written_is_a_one_line_warning(self):
-        r = self.rl("run", "other", "--report", "/nonexistent/a\nb", "--", "true")
+    def test_a_report_that_cannot_be_written_is_78_and_the_command_never_runs(self):
+        marker = self.path("ran")
+        for report in ("/nonexistent/a\nb", self.tmp):
+            with self.subTest(report=report):
+                r = self.rl("run", "other", "--report", report, "--", "touch", marker)
+                self.assertEqual(r.code, 78, r)
+                self.assertEqual(len(r.stderr.splitlines()), 1, r)
+                self.assertRegex(r.stderr, r"^redlock: error: --report '.*': (No such file or directory|Is a directory)")
+                self.assertFalse(os.path.exists(marker))
+                self.assertEqual(self.cluster.values("other"), [None] * 5)
+
+    def test_a_report_that_can_no_longer_be_written_at_the_end_is_a_one_line_warning(self):
+        # The place was fine when the run began; the command took it away. Its status stands.
+        d = self.path("reports")
+        os.mkdir(d)
+        r = self.rl("run", "other", "--report", os.path.join(d, "r.json"), "--", "rmdir", d)
         self.assertEqual(r.code, 0, r)
-        self.assertEqual(r.stderr, "redlock: warning: --report '/nonexistent/a\\nb': No such file or directory\n")
+        self.assertEqual(r.stderr, "redlock: warning: --report '%s/r.json': No such file or directory\n" % d)
+        self.assertEqual(self.cluster.values("other"), [None] * 5)
 
 
 class PrivateFiles(RunTest):
