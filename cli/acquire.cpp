@@ -68,6 +68,7 @@ AcquirePlan plan_acquire(const AcquireOptions& o, const GlobalOptions& global) {
   plan.spec.owner = o.owner.empty() ? default_owner() : o.owner;
   // --token, else REDLOCK_TOKEN (inside `run`'s child: that run's token), else a new one.
   auto inherited = inherited_token();
+  refuse_empty_token(global, o.token);
   plan.spec.given_token = !o.token.empty() || inherited;
   plan.spec.token = !o.token.empty() ? o.token : inherited ? *inherited : make_token();
   const char* run_key = std::getenv("REDLOCK_KEY");
@@ -182,6 +183,7 @@ int run_acquire(const AcquireOptions& o, const GlobalOptions& global) {
   plan.wait.interrupted = [&signals] { return signals.pending({SIGINT, SIGTERM, SIGHUP}); };
 
   AcquireResult r = redlock.acquire(plan.spec, plan.wait);
+  verbose_servers(global, r.servers);
   // A lock this command cannot keep goes back rather than to its TTL. As in run, only until a
   // quorum released: a frozen server has its release on the way.
   auto give_back = [&] {

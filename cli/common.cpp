@@ -202,6 +202,21 @@ void verbose(const GlobalOptions& options, int level, const std::string& message
   if (options.verbose >= level && !options.quiet) std::fprintf(stderr, "redlock: %s\n", message.c_str());
 }
 
+void verbose_servers(const GlobalOptions& options, const std::vector<ServerReport>& servers) {
+  if (options.verbose < 2 || options.quiet) return;
+  for (const auto& s : servers) {
+    std::string line = s.server + ": " + s.result;
+    if (s.latency) {
+      char ms[32];
+      std::snprintf(ms, sizeof ms, " in %.2fms", json_ms(*s.latency));
+      line += ms;
+    }
+    if (s.result == "unknown") line += " (no answer when the outcome was decided)";
+    if (!s.error.empty()) line += ": " + s.error;
+    verbose(options, 2, line);
+  }
+}
+
 int report_error(Json* answer, int code, const std::string& line) {
   std::fprintf(stderr, "redlock: error: %s\n", line.c_str());
   if (answer) (*answer)["error"] = {{"code", code}, {"message", line}};
@@ -308,6 +323,10 @@ bool print_line(const std::string& line) {
 
 bool print_json(const Json& object) {
   return print_line(object.dump(-1, ' ', false, Json::error_handler_t::replace));
+}
+
+void refuse_empty_token(const GlobalOptions& global, const std::string& token) {
+  if (token.empty() && given_on_command_line(global, {"--token"})) usage_error("--token: must not be empty");
 }
 
 std::optional<std::string> inherited_token() {

@@ -69,6 +69,9 @@ LockKeys lock_keys(const GlobalOptions& options, const std::string& name);
 // token, for any NAME, so that what the command acquires it can release); nullopt when unset or
 // empty.
 std::optional<std::string> inherited_token();
+// A --token given empty on the command line is a usage error: a script's unset variable
+// (--token "$T") must not fall back to REDLOCK_TOKEN or to a new token.
+void refuse_empty_token(const GlobalOptions& global, const std::string& token);
 
 // Parses a duration option; ALLOW_ZERO false makes 0 a usage error too.
 Duration duration_option(const std::string& text, const char* what, bool allow_zero);
@@ -81,6 +84,8 @@ std::string printable(const std::string& text);
 // Diagnostics on stderr: warnings unless -q, verbose lines with -v.
 void warn(const GlobalOptions& options, const std::string& message);
 void verbose(const GlobalOptions& options, int level, const std::string& message);
+// With -vv: what each server answered, and how fast, a line each.
+void verbose_servers(const GlobalOptions& options, const std::vector<ServerReport>& servers);
 // An error: one line on stderr, "redlock: error: LINE", whatever the format, and in ANSWER (when
 // given: the command's JSON object) the "error" every error's JSON carries. Returns CODE.
 int report_error(Json* answer, int code, const std::string& line);

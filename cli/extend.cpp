@@ -2,6 +2,7 @@
 #include <cstdio>
 
 #include "commands.hpp"
+#include "duration.hpp"
 #include "error.hpp"
 #include "exit_codes.hpp"
 
@@ -17,6 +18,7 @@ struct ExtendOptions {
 
 int run_extend(const ExtendOptions& o, const GlobalOptions& global) {
   LockKeys keys = lock_keys(global, o.name);
+  refuse_empty_token(global, o.token);
   std::string token = o.token;
   if (token.empty()) token = inherited_token().value_or("");
   if (token.empty()) usage_error("extend needs --token TOKEN (or REDLOCK_TOKEN)");
@@ -24,6 +26,13 @@ int run_extend(const ExtendOptions& o, const GlobalOptions& global) {
   auto transport = connect_servers(global);
   Redlock redlock(*transport, request_timeout(global));
   ExtendResult r = redlock.extend(keys, token, ttl, 0.01);
+  verbose_servers(global, r.servers);
+  if (r.extended) {
+    verbose(global, 1,
+            "extended " + printable(o.name) + " on " + std::to_string(r.tally.yes) + " of " +
+                std::to_string(r.tally.total) + " servers, valid for " +
+                format_duration(std::chrono::duration_cast<std::chrono::milliseconds>(r.validity)));
+  }
   transport->flush(Clock::now() + request_timeout(global));  // to the servers not waited for
 
   if (global.json) {

@@ -17,6 +17,7 @@ struct ReleaseOptions {
 
 int run_release(const ReleaseOptions& o, const GlobalOptions& global) {
   LockKeys keys = lock_keys(global, o.name);
+  refuse_empty_token(global, o.token);
   std::string token = o.token;
   bool force = o.force;
   // REDLOCK_TOKEN stands in for --token, but never turns a --force into a usage error; and a
@@ -27,6 +28,12 @@ int run_release(const ReleaseOptions& o, const GlobalOptions& global) {
   auto transport = connect_servers(global);
   Redlock redlock(*transport, request_timeout(global));
   ReleaseResult r = redlock.release(keys, token, force);
+  verbose_servers(global, r.servers);
+  if (r.released) {
+    verbose(global, 1,
+            "released " + printable(o.name) + ": deleted on " + std::to_string(r.deleted) + " of " +
+                std::to_string(r.tally.total) + " servers");
+  }
 
   if (global.json) {
     Json j = json_head("release", o.name, keys.lock);

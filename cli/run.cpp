@@ -137,6 +137,7 @@ class Runner {
     AcquirePlan& ap = plan_.acquire;
     ap.wait.interrupted = [this] { return signals_->pending(kStopWaiting); };
     AcquireResult acq = redlock_->acquire(ap.spec, ap.wait);
+    verbose_servers(global_, acq.servers);
     report_["acquired"] = acq.outcome == AcquireOutcome::Acquired;
     report_["token"] = nullptr;
     report_["fence"] = nullptr;

@@ -63,6 +63,7 @@ int run_status(const StatusOptions& o, const GlobalOptions& global) {
   auto transport = connect_servers(global);
   Redlock redlock(*transport, request_timeout(global));
   StatusResult r = redlock.status(keys);
+  verbose_servers(global, r.servers);
   const std::string unanswered =
       "only " + std::to_string(r.tally.yes) + " of " + std::to_string(r.tally.total) + " servers answered";
 

@@ -45,7 +45,9 @@ std::string ms_text(Duration d) {
 }
 
 std::string failure_text(const Result& r) {
-  return std::string(failure_name(r.failure)) + ": " + r.error;
+  // The transport's own errors often begin with the failure's name already ("connect: refused").
+  std::string name(failure_name(r.failure));
+  return starts_with(r.error, name + ":") ? r.error : name + ": " + r.error;
 }
 
 // The server answered the command, if only to refuse it; a refused AUTH or SELECT is no answer,
@@ -708,6 +710,16 @@ DoctorReport assess(std::vector<ServerFacts> facts, const DoctorOptions& options
   report.reachable.yes = static_cast<std::size_t>(std::count(votes.begin(), votes.end(), true));
   report.reachable.failed = report.reachable.total - report.reachable.yes;
   report.no_quorum = report.reachable.yes < report.reachable.needed();
+  // With no server to ask, the checks of what servers said have nothing to go on: unknown, not ok.
+  if (count_askable(s) == 0) {
+    for (auto& c : report.checks) {
+      if (c.name == "reachable" || c.verdict != Verdict::Ok) continue;
+      c.verdict = Verdict::Unknown;
+      c.summary = "no server answered";
+      c.notes.clear();
+      c.advice.clear();
+    }
+  }
   for (const auto& c : report.checks) report.verdict = worst(report.verdict, c.verdict);
   return report;
 }

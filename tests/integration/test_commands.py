@@ -134,6 +134,28 @@ class Acquire(ClusterTest):
         time.sleep(0.2)  # whatever was queued on the frozen ones has run
         self.assertEqual(self.cluster.values("job"), [b"T"] * 5)
 
+    def test_verbose_says_the_outcome_and_twice_verbose_each_servers_answer(self):
+        urls = [s.url for s in self.cluster.servers]
+        r = self.rl("-vv", "acquire", "job")
+        self.assertEqual(r.code, 0, r)
+        token = r.out.decode().strip()
+        lines = r.stderr.splitlines()
+        self.assertEqual(len(lines), 6, r)
+        for url, line in zip(urls, lines):
+            # A server still out when the quorum decided is "unknown" (rare, on a busy machine).
+            self.assertRegex(line, r"^redlock: %s: (locked in \d+\.\d\dms|unknown \(no answer when the outcome was "
+                             r"decided\))$" % re.escape(url))
+        self.assertRegex(lines[5], r"^redlock: acquired job on [35] of 5 servers, fence 1$")
+        r = self.rl("-v", "extend", "job", "--token", token)
+        self.assertRegex(r.stderr, r"^redlock: extended job on [345] of 5 servers, valid for \S+\n$")
+        r = self.rl("-vv", "status", "job")
+        self.assertEqual([line.split(": ")[2].split(" ")[0] for line in r.stderr.splitlines()], ["held"] * 5, r)
+        r = self.rl("-v", "release", "job", "--token", token)
+        self.assertEqual(r.stderr, "redlock: released job: deleted on 5 of 5 servers\n")
+        # -q wins over -v: nothing on stderr but errors.
+        r = self.rl("-q", "-vv", "acquire", "job")
+        self.assertEqual((r.code, r.stderr), (0, ""), r)
+
     def test_token_file_is_private_from_the_first_byte(self):
         d = self.scratch_dir()
         path = os.path.join(d, "token")
@@ -530,6 +552,10 @@ class BadInput(ClusterTest):
         self.assert_error(["acquire", "job", "-w", "soon"], 64, "--wait")
         self.assert_error(["acquire", "job", "-n", "-w", "1s"], 64, "exclude")
         self.assert_error(["acquire", ""], 64, "NAME must not be empty")
+        # An empty --token ("$T" unset) neither falls back to REDLOCK_TOKEN nor makes a new token.
+        for args in (["acquire", "job"], ["extend", "job"], ["release", "job"], ["run", "job", "--", "true"]):
+            self.assert_error(args[:2] + ["--token", ""] + args[2:], 64, "--token: must not be empty",
+                              env={"REDLOCK_TOKEN": "inherited"})
         self.assert_error(["acquire", "job", "-E", "300"], 64, "")
         self.assert_error(["acquire", "job", "--drift", "2"], 64, "")
         self.assert_error(["acquire", "job", "--drift", "nan"], 64, "--drift: must be a number from 0 to 0.5")

@@ -118,6 +118,10 @@ class Healthy(ClusterTest):
         self.assertEqual(plain.code, 69, plain)
         self.assertIn("redlock: error: no quorum: 2 of 5 servers answered", plain.stderr)
         self.assertTrue(plain.stdout.rstrip().endswith("verdict: no quorum (exit 69)"), plain.stdout)
+        # Each dead server's reason once, in the transport's words.
+        for i in (0, 1, 3):
+            self.assertIn("- %s: connect: Connection refused\n" % self.cluster.servers[i].url, plain.stdout)
+        self.assertNotIn("connect: connect", plain.stdout)
 
 
 class DefaultPersistence(ClusterTest):

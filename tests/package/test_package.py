@@ -118,5 +118,25 @@ class DebianPackage(unittest.TestCase):
             self.assertEqual(shipped.read(), source.read())
 
 
+
+class CmakeInstall(unittest.TestCase):
+    """`cmake --install`: each file where its tools look for it, under either prefix."""
+
+    def test_the_zsh_completion_goes_where_zsh_looks_under_each_prefix(self):
+        build = os.environ.get("REDLOCK_BUILD_DIR") or os.path.join(ROOT, "build")
+        for prefix, zsh_dir in (("/usr/local", "site-functions"), ("/usr", "vendor-completions")):
+            with self.subTest(prefix=prefix):
+                dest = tempfile.mkdtemp(prefix="redlock-install-")
+                try:
+                    run(["cmake", "--install", build, "--prefix", prefix], env=dict(os.environ, DESTDIR=dest))
+                    base = dest + prefix
+                    self.assertTrue(os.path.exists(os.path.join(base, "share/zsh", zsh_dir, "_redlock")))
+                    self.assertEqual(glob.glob(os.path.join(base, "share/zsh/*/_redlock")),
+                                     [os.path.join(base, "share/zsh", zsh_dir, "_redlock")])
+                    self.assertTrue(os.path.exists(os.path.join(base, "share/bash-completion/completions/redlock")))
+                    self.assertTrue(os.access(os.path.join(base, "bin/redlock"), os.X_OK))
+                finally:
+                    shutil.rmtree(dest, ignore_errors=True)
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)

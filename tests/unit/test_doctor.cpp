@@ -120,6 +120,27 @@ TEST_CASE("reachable: all is ok, a quorum is a warning, less is a failure") {
   CHECK(report.verdict == Verdict::Fail);
 }
 
+TEST_CASE("assess: with no server that answered, the other checks are unknown, not ok") {
+  std::vector<ServerFacts> servers(3);
+  for (std::size_t i = 0; i < 3; ++i) {
+    servers[i].server = "redis://fake:" + std::to_string(7000 + i);
+    servers[i].error = "connect: Connection refused";
+  }
+  DoctorReport report = assess(servers, options());
+  REQUIRE(report.checks.size() == 8);
+  CHECK(report.checks[0].name == "reachable");
+  CHECK(report.checks[0].verdict == Verdict::Fail);
+  for (std::size_t i = 1; i < report.checks.size(); ++i) {
+    CAPTURE(report.checks[i].name);
+    CHECK(report.checks[i].verdict == Verdict::Unknown);
+    CHECK(report.checks[i].summary == "no server answered");
+  }
+  // One server that answered is enough for the checks to say what it told.
+  servers[0] = healthy(0);
+  DoctorReport one = assess(servers, options());
+  CHECK(one.checks[1].verdict == Verdict::Ok);
+}
+
 TEST_CASE("reachable: one server under two URLs is one vote") {
   auto servers = healthy_servers(3);
   servers[2].reachable = false;
