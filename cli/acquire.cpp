@@ -69,7 +69,6 @@ AcquirePlan plan_acquire(const AcquireOptions& o, const GlobalOptions& global) {
   // --token, else REDLOCK_TOKEN (inside `run`'s child: that run's token), else a new one.
   auto inherited = inherited_token();
   refuse_empty_token(global, o.token);
-  plan.spec.given_token = !o.token.empty() || inherited;
   plan.spec.token = !o.token.empty() ? o.token : inherited ? *inherited : make_token();
   const char* run_key = std::getenv("REDLOCK_KEY");
   if (run_key && *run_key && inherited && plan.spec.token == *inherited) {

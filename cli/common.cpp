@@ -205,14 +205,19 @@ void verbose(const GlobalOptions& options, int level, const std::string& message
 void verbose_servers(const GlobalOptions& options, const std::vector<ServerReport>& servers) {
   if (options.verbose < 2 || options.quiet) return;
   for (const auto& s : servers) {
-    std::string line = s.server + ": " + s.result;
+    // A failure's error often begins with its name already ("connect: Connection refused").
+    std::string line = s.server + ": ";
+    if (s.error.empty()) {
+      line += s.result;
+    } else {
+      line += s.error.rfind(s.result + ":", 0) == 0 ? s.error : s.result + ": " + s.error;
+    }
     if (s.latency) {
       char ms[32];
-      std::snprintf(ms, sizeof ms, " in %.2fms", json_ms(*s.latency));
+      std::snprintf(ms, sizeof ms, " (%.2fms)", json_ms(*s.latency));
       line += ms;
     }
     if (s.result == "unknown") line += " (no answer when the outcome was decided)";
-    if (!s.error.empty()) line += ": " + s.error;
     verbose(options, 2, line);
   }
 }

@@ -45,10 +45,10 @@ int run_extend(const ExtendOptions& o, const GlobalOptions& global) {
     j["quorum"] = json_quorum(r.tally);
     if (!r.message.empty()) j["message"] = r.message;
     j["servers"] = json_servers(r.servers);
-    if (r.no_quorum) no_quorum(&j, o.name, r.message);
+    if (r.no_quorum) no_quorum(&j, o.name, "no quorum: " + r.message);
     print_json(j);
   } else if (r.no_quorum) {
-    no_quorum(nullptr, o.name, r.message);
+    no_quorum(nullptr, o.name, "no quorum: " + r.message);
   } else if (!r.extended && !global.quiet) {  // not held is an answer, not an error: -q keeps it quiet
     std::fprintf(stderr, "redlock: %s: %s\n", printable(o.name).c_str(), r.message.c_str());
   }

@@ -93,15 +93,18 @@ RunPlan plan_run(const RunOptions& o, const GlobalOptions& global) {
   }
   if (!o.min_hold.empty()) plan.min_hold = duration_option(o.min_hold, "--min-hold", false);
   if (!o.max_hold.empty()) plan.max_hold = duration_option(o.max_hold, "--max-hold", false);
+  // The report is how a caller learns the outcome: a place it cannot be written is found out
+  // before the lock is taken or the command run.
+  require_private_file(o.report, "--report");
   return plan;
 }
 
-// Written with mode 0600 (it carries the token), replacing FILE as a whole.
-void write_report(const std::string& path, const Json& report, const GlobalOptions& global) {
+// Written with mode 0600 (it carries the token), replacing FILE as a whole. A failure is a warning,
+// unless the run ends in an error, whose line says enough.
+void write_report(const std::string& path, const Json& report, const GlobalOptions& global, bool warn_on_failure) {
   if (path.empty()) return;
-  if (int err = write_private_file(path, report.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n")) {
-    warn(global, "--report '" + printable(path) + "': " + std::strerror(err));
-  }
+  int err = write_private_file(path, report.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n");
+  if (err && warn_on_failure) warn(global, "--report '" + printable(path) + "': " + std::strerror(err));
 }
 
 class Runner {
@@ -414,9 +417,6 @@ class Runner {
 };
 
 int run_run(const RunOptions& o, const GlobalOptions& global) {
-  // The report is how a caller learns the outcome: a place it cannot be written is found out
-  // before the lock is taken or the command run.
-  require_private_file(o.report, "--report");
   Json report = json_head("run", o.acquire.name, global.prefix + o.acquire.name);
   // Caught until the report is written: a second TERM must not end us before it is.
   SignalCatcher signals({SIGHUP, SIGINT, SIGQUIT, SIGUSR1, SIGUSR2, SIGTERM, SIGCHLD});
@@ -430,10 +430,10 @@ int run_run(const RunOptions& o, const GlobalOptions& global) {
                                 : e.kind() == ErrorKind::Config ? exit_code::kConfig
                                                                 : exit_code::kInternal},
                        {"message", e.what()}};
-    write_report(o.report, report, global);
+    write_report(o.report, report, global, false);
     throw;
   }
-  write_report(o.report, report, global);
+  write_report(o.report, report, global, true);
   if (global.json) print_json(report);
   return status;
 }

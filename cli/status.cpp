@@ -65,7 +65,7 @@ int run_status(const StatusOptions& o, const GlobalOptions& global) {
   StatusResult r = redlock.status(keys);
   verbose_servers(global, r.servers);
   const std::string unanswered =
-      "only " + std::to_string(r.tally.yes) + " of " + std::to_string(r.tally.total) + " servers answered";
+      "no quorum: only " + std::to_string(r.tally.yes) + " of " + std::to_string(r.tally.total) + " servers answered";
 
   if (global.json) {
     Json j = json_head("status", o.name, keys.lock);

@@ -123,8 +123,9 @@ pid_t start_guard(pid_t group, int& our_end) {
   if (pipe2(fds, O_CLOEXEC) != 0) return -1;
   pid_t pid = fork();
   if (pid == 0) {
+    prctl(PR_SET_NAME, "redlock-guard");
     for (int sig = 1; sig < NSIG; ++sig) {
-      if (sig != SIGKILL && sig != SIGSTOP && sig != SIGCHLD) signal(sig, SIG_IGN);
+      if (sig != SIGKILL && sig != SIGSTOP) signal(sig, sig == SIGCHLD ? SIG_DFL : SIG_IGN);
     }
     sigset_t none;
     sigemptyset(&none);
@@ -135,7 +136,9 @@ pid_t start_guard(pid_t group, int& our_end) {
       dup2(in, 0);
       in = 0;
     }
-    close_range(1, ~0U, 0);
+    if (close_range(1, ~0U, 0) != 0) {  // before Linux 5.9
+      for (int fd = 1; fd < 1024; ++fd) close(fd);
+    }
     char c;
     ssize_t n;
     do {

@@ -51,7 +51,6 @@ struct Vote {
   enum class Kind { Yes, No, Failed } kind = Kind::Failed;
   std::int64_t counter = 0;
   std::int64_t pttl = -2;
-  bool already_ours = false;  // Yes because the key already held our token (a re-acquire)
   ServerReport report;
 };
 
@@ -77,7 +76,6 @@ Vote read_vote(const Network& network, std::size_t server, const std::optional<R
   v.pttl = *pttl;
   if (*state == 1 || *state == 2) {
     v.kind = Vote::Kind::Yes;
-    v.already_ours = *state == 2;
     v.report = answer_report(network, server, *r, *state == 1 ? "locked" : "reacquired", true);
   } else {
     v.kind = Vote::Kind::No;
@@ -341,8 +339,6 @@ AcquireResult Redlock::attempt(const LockSpec& spec) {
   // or refused the request cannot hold our token.
   std::vector<bool> holds(n, false);
   std::vector<bool> may_hold(n, false);
-  std::vector<bool> taken_anew(n, false);
-  bool found_ours = false;
   std::vector<std::int64_t> busy_pttl;
   std::vector<std::int64_t> counters;  // of the servers that took it
   std::size_t free_now = 0;
@@ -360,16 +356,8 @@ AcquireResult Redlock::attempt(const LockSpec& spec) {
     // A reply we could not read, or a failure after which the script may have run, may hold too.
     may_hold[i] = v.kind == Vote::Kind::Yes || !result ||
                   (v.kind == Vote::Kind::Failed && (result->ok() || unsure_whether_run(result->failure)));
-    found_ours = found_ours || v.already_ours;
-    taken_anew[i] = v.kind == Vote::Kind::Yes && !v.already_ours;
     res.servers.push_back(std::move(v.report));
   }
-  // A re-acquire (a server already held the key with our token: --token of a lock held with it)
-  // that fails without a quorum's answer (too few answered, or too late) cannot tell whether the
-  // lock is still held with this token on the servers not heard from: it leaves the lock as it
-  // found it, giving back only what it took anew. Found busy (another token on a quorum), any copy
-  // of ours is a leftover, and goes with the rest.
-  if (spec.given_token && found_ours && (tally.won() || tally.unreachable())) holds = may_hold = taken_anew;
   bool duplicate = std::any_of(round.results().begin(), round.results().end(),
                                [](const auto& r) { return r && r->failure == Failure::Duplicate; });
 

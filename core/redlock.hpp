@@ -43,10 +43,6 @@ struct LockSpec {
   // An acquisition left with no more validity than this is given back at once (as one whose
   // validity ran out): `run` needs the time to stop its command before the lock can expire.
   Duration min_validity{};
-  // TOKEN was given (not made for this acquisition), so the lock may already be held with it: a
-  // re-acquire. A token made here can find a copy of itself only where this very attempt put it
-  // (a second address of a server that took it).
-  bool given_token = false;
 };
 
 struct WaitOptions {
