@@ -674,7 +674,7 @@ Check check_latency(const std::vector<ServerFacts>& servers, const DoctorOptions
   }
   if (measured == 0) {
     c.verdict = Verdict::Unknown;
-    c.summary = "no server answered";
+    c.summary = "no server to ask (none answered, or none let us in)";
     return c;
   }
   c.verdict = worst_of(c.notes);
@@ -715,7 +715,7 @@ DoctorReport assess(std::vector<ServerFacts> facts, const DoctorOptions& options
     for (auto& c : report.checks) {
       if (c.name == "reachable" || c.verdict != Verdict::Ok) continue;
       c.verdict = Verdict::Unknown;
-      c.summary = "no server answered";
+      c.summary = "no server to ask (none answered, or none let us in)";
       c.notes.clear();
       c.advice.clear();
     }
