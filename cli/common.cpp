@@ -101,7 +101,8 @@ void setup_global_options(CLI::App& app, GlobalOptions& o) {
       ->envname("REDLOCK_TLS_INSECURE");
   app.add_flag("--json", o.json, "print exactly one JSON object on stdout")->envname("REDLOCK_JSON");
   app.add_flag("-v,--verbose", o.verbose, "diagnostics on stderr (repeat for more)")->envname("REDLOCK_VERBOSE");
-  app.add_flag("-q,--quiet", o.quiet, "nothing on stderr but errors")->envname("REDLOCK_QUIET");
+  app.add_flag("-q,--quiet", o.quiet, "nothing on stderr but errors (and the --tls-insecure warning)")
+      ->envname("REDLOCK_QUIET");
   app.add_option("--prefix", o.prefix, "prepended to NAME to form the Redis key")->envname("REDLOCK_PREFIX");
 }
 
@@ -145,7 +146,11 @@ std::unique_ptr<Transport> connect_servers(const GlobalOptions& options) {
   bool any_tls = false;
   for (const auto& s : servers) any_tls = any_tls || s.scheme == ServerUrl::Scheme::Tls;
   if (any_tls && options.tls_insecure) {
-    warn(options, "--tls-insecure: server certificates are not verified; anyone on the path can pose as the servers");
+    // Every time, -q or not: a connection anyone on the path can take over is never quiet.
+    std::fputs(
+        "redlock: warning: --tls-insecure: server certificates are not verified; anyone on the path can pose "
+        "as the servers\n",
+        stderr);
   }
   return std::make_unique<Transport>(std::move(servers), std::move(t));
 }
