@@ -37,16 +37,11 @@ SignalCatcher::SignalCatcher(const std::vector<int>& signals) : signals_(signals
 }
 
 SignalCatcher::~SignalCatcher() {
-  // One that came after the last wait (a second TERM while we finish) stays blocked: we end by the
-  // status already decided, instead of being killed by its default action on the way out.
-  sigset_t mask = original_mask_;
-  sigset_t late;
-  sigpending(&late);
-  for (int s : signals_) {
-    if (sigismember(&late, s)) sigaddset(&mask, s);
-  }
+  // The dispositions are restored, but the signals stay blocked: the catcher lives as long as the
+  // command, and one that comes after it (a second TERM while we finish) is too late to change
+  // anything. Blocked, it is dropped when we exit with the status already decided, instead of
+  // killing us by its default action on the way out.
   for (std::size_t i = 0; i < signals_.size(); ++i) sigaction(signals_[i], &saved_[i], nullptr);
-  sigprocmask(SIG_SETMASK, &mask, nullptr);
 }
 
 void SignalCatcher::restore_in_child() const {

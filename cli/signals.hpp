@@ -11,7 +11,7 @@ namespace redlock::cli {
 class SignalCatcher {
  public:
   explicit SignalCatcher(const std::vector<int>& signals);
-  ~SignalCatcher();  // restores the dispositions and the mask (one still pending stays blocked)
+  ~SignalCatcher();  // restores the dispositions; the signals stay blocked until we exit
   SignalCatcher(const SignalCatcher&) = delete;
   SignalCatcher& operator=(const SignalCatcher&) = delete;
 

@@ -242,6 +242,7 @@ class Signals(RunTest):
                             else:
                                 wait_for(lambda: self.cluster.values("other")[0] is not None, what="run's lock")
                             os.kill(p.pid, sig)
+                            time.sleep(attempt * 0.0005)  # the second one anywhere in redlock's finish
                             os.kill(p.pid, sig)
                             p.wait(timeout=10)
                             self.assertEqual(p.returncode, 128 + sig)
