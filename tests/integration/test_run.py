@@ -158,13 +158,19 @@ class Signals(RunTest):
                 self.assertFalse(pid_alive(child))
                 self.assertEqual(self.cluster.values("job"), [None] * 5)
 
-    def test_the_whole_group_gets_it_so_sh_c_cannot_swallow_it(self):
-        # sh waits for sleep (not exec'd): TERM must reach the grandchild too.
+    def signal_with_a_grandchild(self, sig):
+        """Starts `sh -c` that waits for a background sleep (not exec'd), sends SIG to redlock once
+        both run, and returns the pids of the child and the grandchild."""
         cmd = ["sh", "-c", "echo $$ > %s; sleep 30 & echo $! > %s; wait" % (self.path("child"), self.path("grand"))]
         p, child = self.start(cmd=cmd)
         grand = self.read_pid("grand")
-        os.kill(p.pid, signal.SIGTERM)
+        os.kill(p.pid, sig)
         p.wait(timeout=10)
+        return child, grand
+
+    def test_the_whole_group_gets_it_so_sh_c_cannot_swallow_it(self):
+        # TERM must reach the grandchild too.
+        child, grand = self.signal_with_a_grandchild(signal.SIGTERM)
         wait_for(lambda: not pid_alive(grand), timeout=5, what="grandchild to end")
         self.assertFalse(pid_alive(child))
 
@@ -177,11 +183,7 @@ class Signals(RunTest):
     def test_sigkill_of_redlock_takes_what_the_child_started_with_it(self):
         # PR_SET_PDEATHSIG reaches the child alone; sh -c 'a; b' runs a as a grandchild. The guard
         # in the child's group kills the rest of the group.
-        cmd = ["sh", "-c", "echo $$ > %s; sleep 30 & echo $! > %s; wait" % (self.path("child"), self.path("grand"))]
-        p, child = self.start(cmd=cmd)
-        grand = self.read_pid("grand")
-        os.kill(p.pid, signal.SIGKILL)
-        p.wait(timeout=10)
+        child, grand = self.signal_with_a_grandchild(signal.SIGKILL)
         wait_for(lambda: not pid_alive(grand), timeout=5, what="grandchild to die with redlock")
         wait_for(lambda: not pid_alive(child), timeout=5, what="child to die with redlock")
 
