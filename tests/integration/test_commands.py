@@ -145,7 +145,11 @@ class Acquire(ClusterTest):
             # A server still out when the quorum decided is "unknown" (rare, on a busy machine).
             self.assertRegex(line, r"^redlock: %s: (locked \(\d+\.\d\dms\)|unknown \(no answer when the outcome was "
                              r"decided\))$" % re.escape(url))
-        self.assertRegex(lines[5], r"^redlock: acquired job on [35] of 5 servers, fence 1$")
+        # The summary counts the servers that said yes by the time the outcome was decided:
+        # as many as the lines above say locked (answers that arrive together all count).
+        locked = sum(" locked (" in line for line in lines[:5])
+        self.assertGreaterEqual(locked, 3, r)
+        self.assertEqual(lines[5], "redlock: acquired job on %d of 5 servers, fence 1" % locked, r)
         r = self.rl("-v", "extend", "job", "--token", token)
         self.assertRegex(r.stderr, r"^redlock: extended job on [345] of 5 servers, valid for \S+\n$")
         r = self.rl("-vv", "status", "job")
