@@ -29,6 +29,19 @@ std::string wall_time(std::int64_t unix_ms) {
   return buf;
 }
 
+// One row of the server table, without the padding that an empty last column would leave at its end.
+void print_row(std::size_t width, const std::string& server, const std::string& state, const std::string& ttl,
+               const std::string& value) {
+  std::string line;
+  for (auto [cell, w] : {std::pair{&server, width}, {&state, std::size_t{8}}, {&ttl, std::size_t{10}}}) {
+    line += *cell;
+    line.append(w > cell->size() ? w - cell->size() : 0, ' ').append(2, ' ');
+  }
+  if (value.empty()) line.erase(line.find_last_not_of(' ') + 1);  // a value's own spaces stay
+  line += value;
+  std::printf("%s\n", line.c_str());
+}
+
 void print_table(const StatusOptions& o, const StatusResult& r) {
   std::printf("lock   %s\n", printable(o.name).c_str());
   if (r.state == LockState::Held) {
@@ -50,11 +63,11 @@ void print_table(const StatusOptions& o, const StatusResult& r) {
     std::printf("fence  %lld (highest counter, at least the last fence)\n", static_cast<long long>(r.fence));
   std::size_t width = 6;
   for (const auto& s : r.servers) width = std::max(width, s.server.size());
-  std::printf("\n%-*s  %-8s  %-10s  %s\n", static_cast<int>(width), "SERVER", "STATE", "TTL", "VALUE");
+  std::printf("\n");
+  print_row(width, "SERVER", "STATE", "TTL", "VALUE");
   for (const auto& s : r.servers) {
     std::string value = s.value ? printable(*s.value) : s.error.empty() ? "" : s.error;
-    std::printf("%-*s  %-8s  %-10s  %s\n", static_cast<int>(width), s.server.c_str(), s.result.c_str(),
-                s.ok ? ttl_text(s.ttl_ms).c_str() : "-", value.c_str());
+    print_row(width, s.server, s.result, s.ok ? ttl_text(s.ttl_ms) : "-", value);
   }
 }
 

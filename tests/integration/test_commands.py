@@ -481,6 +481,9 @@ class Status(ClusterTest):
         free = self.rl("status", "job")
         self.assertEqual(free.code, 1)
         self.assertIn("free", free.stdout)
+        # A column left empty leaves no padding behind it.
+        self.assertEqual([line for line in free.stdout.splitlines() if line != line.rstrip()], [], free)
+        self.assertIn("\n%s  free      -\n" % self.cluster.servers[0].url, free.stdout)
         token = self.rl("acquire", "job", "--owner", "deployer on ci-7").stdout.strip()
         held = self.rl("status", "job")
         self.assertEqual(held.code, 0, held)
