@@ -331,8 +331,12 @@ bool print_line(const std::string& line) {
   return std::fflush(stdout) == 0 && ok;
 }
 
+std::string json_text(const Json& object) {
+  return object.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
 bool print_json(const Json& object) {
-  return print_line(object.dump(-1, ' ', false, Json::error_handler_t::replace));
+  return print_line(json_text(object));
 }
 
 void refuse_empty_token(const GlobalOptions& global, const std::string& token) {

@@ -106,9 +106,11 @@ int write_private_file(const std::string& path, const std::string& content);
 // that names OPTION. Nothing to check when PATH is empty.
 void require_private_file(const std::string& path, const std::string& option);
 
+// OBJECT as one line of text. Names and values are bytes: what is not valid UTF-8 is written as
+// U+FFFD, so that a binary name never breaks the output.
+std::string json_text(const Json& object);
 // One line on stdout, written out at once; false (errno set) when it could not be (stdout closed,
-// a full disk). print_json prints OBJECT so: names and values are bytes, and what is not valid
-// UTF-8 is written as U+FFFD, so that a binary name never breaks the output.
+// a full disk). print_json prints json_text(OBJECT).
 bool print_json(const Json& object);
 bool print_line(const std::string& line);
 

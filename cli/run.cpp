@@ -103,7 +103,7 @@ RunPlan plan_run(const RunOptions& o, const GlobalOptions& global) {
 // unless the run ends in an error, whose line says enough.
 void write_report(const std::string& path, const Json& report, const GlobalOptions& global, bool warn_on_failure) {
   if (path.empty()) return;
-  int err = write_private_file(path, report.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n");
+  int err = write_private_file(path, json_text(report) + "\n");
   if (err && warn_on_failure) warn(global, "--report '" + printable(path) + "': " + std::strerror(err));
 }
 

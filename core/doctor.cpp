@@ -21,6 +21,8 @@ namespace {
 constexpr Duration kProbeTtl = std::chrono::seconds(10);
 // TIME is asked this many times; the answer with the shortest round trip places a clock best.
 constexpr int kTimeRounds = 3;
+// The summary of a check that had no server to ask.
+constexpr const char* kNobodyToAsk = "no server to ask (none answered, or none let us in)";
 
 bool starts_with(std::string_view s, std::string_view prefix) {
   return s.substr(0, prefix.size()) == prefix;
@@ -674,7 +676,7 @@ Check check_latency(const std::vector<ServerFacts>& servers, const DoctorOptions
   }
   if (measured == 0) {
     c.verdict = Verdict::Unknown;
-    c.summary = "no server to ask (none answered, or none let us in)";
+    c.summary = kNobodyToAsk;
     return c;
   }
   c.verdict = worst_of(c.notes);
@@ -715,7 +717,7 @@ DoctorReport assess(std::vector<ServerFacts> facts, const DoctorOptions& options
     for (auto& c : report.checks) {
       if (c.name == "reachable" || c.verdict != Verdict::Ok) continue;
       c.verdict = Verdict::Unknown;
-      c.summary = "no server to ask (none answered, or none let us in)";
+      c.summary = kNobodyToAsk;
       c.notes.clear();
       c.advice.clear();
     }
