@@ -11,8 +11,10 @@
 #include <cstring>
 
 #include "commands.hpp"
+#include "enclosing.hpp"
 #include "error.hpp"
 #include "exit_codes.hpp"
+#include "faults.hpp"
 #include "signals.hpp"
 #include "supervisor.hpp"
 #include "token.hpp"
@@ -55,6 +57,35 @@ void add_acquire_options(CLI::App& sub, AcquireOptions& o) {
       ->envname("REDLOCK_OWNER");
 }
 
+namespace {
+
+// --token, else the token of the enclosing run whose lock this is (re-entered), else REDLOCK_TOKEN
+// outside any run, else a new one.
+void plan_token(AcquirePlan& plan, const std::string& token, const GlobalOptions& global) {
+  const auto locks = enclosing_locks();
+  const EnclosingLock* same = nullptr;
+  if (!locks.empty()) same = find_enclosing(locks, plan.spec.keys.lock, servers_signature(configured_servers(global)));
+  if (same && (token.empty() || token == same->token)) {
+    plan.spec.token = same->token;
+    plan.reentry = AcquirePlan::Reentry::Enclosing;
+    plan.enclosing_fence = same->fence;
+    return;
+  }
+  const char* shared = std::getenv("REDLOCK_TOKEN");
+  if (token.empty() && shared && *shared && faults::enabled("inherit-any-token"))
+    return plan_token(plan, shared, global);
+  if (!token.empty()) {
+    plan.spec.token = token;
+    bool handed_on = std::any_of(locks.begin(), locks.end(), [&](const auto& l) { return l.token == token; });
+    if (handed_on) plan.reentry = AcquirePlan::Reentry::IfHeld;
+    return;
+  }
+  auto inherited = locks.empty() ? inherited_token(global, plan.spec.keys.lock) : std::nullopt;
+  plan.spec.token = inherited ? *inherited : make_token();
+}
+
+}  // namespace
+
 AcquirePlan plan_acquire(const AcquireOptions& o, const GlobalOptions& global) {
   AcquirePlan plan;
   plan.spec.keys = lock_keys(global, o.name);
@@ -66,14 +97,8 @@ AcquirePlan plan_acquire(const AcquireOptions& o, const GlobalOptions& global) {
     usage_error("--ttl " + o.ttl + " leaves no validity after the drift allowance (TTL·drift + 2ms)");
   }
   plan.spec.owner = o.owner.empty() ? default_owner() : o.owner;
-  // --token, else REDLOCK_TOKEN (inside `run`'s child: that run's token), else a new one.
-  auto inherited = inherited_token();
   refuse_empty_token(global, o.token);
-  plan.spec.token = !o.token.empty() ? o.token : inherited ? *inherited : make_token();
-  const char* run_key = std::getenv("REDLOCK_KEY");
-  if (run_key && *run_key && inherited && plan.spec.token == *inherited) {
-    plan.reentry = plan.spec.keys.lock == run_key ? AcquirePlan::Reentry::Enclosing : AcquirePlan::Reentry::IfHeld;
-  }
+  plan_token(plan, o.token, global);
 
   bool nonblock = o.nonblock;
   bool wait = !o.wait.empty();
@@ -120,9 +145,8 @@ std::optional<StatusResult> reentry_status(Redlock& redlock, const AcquirePlan& 
 }
 
 std::optional<std::int64_t> reentry_fence(const AcquirePlan& plan) {
-  const char* fence = std::getenv("REDLOCK_FENCE");
-  if (plan.reentry != AcquirePlan::Reentry::Enclosing || !fence || !*fence) return std::nullopt;
-  return std::atoll(fence);
+  if (plan.reentry != AcquirePlan::Reentry::Enclosing) return std::nullopt;
+  return plan.enclosing_fence;
 }
 
 const char* reentry_refusal(const StatusResult& s) {

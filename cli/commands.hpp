@@ -32,11 +32,13 @@ struct AcquireOptions {
 struct AcquirePlan {
   LockSpec spec;
   WaitOptions wait;
-  // Inside a `run` child (REDLOCK_KEY set) with that run's token (REDLOCK_TOKEN): a lock already
-  // held with the token is re-entered, not waited for. Enclosing: NAME is that run's own lock, which
-  // must still be held; IfHeld: another NAME, re-entered when an outer run holds it, else taken.
+  // Inside a `run` child: Enclosing when NAME on these servers is the lock of that run or of a run
+  // around it (see enclosing.hpp), which must still be held and is re-entered with its token, not
+  // waited for; IfHeld when another lock was given an enclosing run's token explicitly (--token
+  // "$REDLOCK_TOKEN"): re-entered when held with it, else taken.
   enum class Reentry { No, Enclosing, IfHeld };
   Reentry reentry = Reentry::No;
+  std::optional<std::int64_t> enclosing_fence;  // the enclosing run's fence, when Enclosing
 };
 
 void add_acquire_options(CLI::App& sub, AcquireOptions& options);
@@ -50,8 +52,8 @@ void json_acquisition(Json& j, const AcquireResult& r);
 // (held with the token, or not held by the enclosing run, or no quorum), or nothing when the lock
 // is to be taken as usual.
 std::optional<StatusResult> reentry_status(Redlock& redlock, const AcquirePlan& plan);
-// The fence of a re-entered lock: the enclosing run's REDLOCK_FENCE for its own lock; unknown for
-// a lock an outer run holds (the highest counter on the servers may be above it).
+// The fence of a re-entered lock: the enclosing run's fence for its own lock; unknown for a lock
+// given an enclosing run's token (the highest counter on the servers may be above it).
 std::optional<std::int64_t> reentry_fence(const AcquirePlan& plan);
 // Why a re-entry that REENTRY_STATUS did not find held is refused, for a one-line message.
 const char* reentry_refusal(const StatusResult& s);

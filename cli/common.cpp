@@ -13,6 +13,7 @@
 #include <iostream>
 
 #include "duration.hpp"
+#include "enclosing.hpp"
 #include "error.hpp"
 #include "exit_codes.hpp"
 #include "fd.hpp"
@@ -343,10 +344,15 @@ void refuse_empty_token(const GlobalOptions& global, const std::string& token) {
   if (token.empty() && given_on_command_line(global, {"--token"})) usage_error("--token: must not be empty");
 }
 
-std::optional<std::string> inherited_token() {
-  auto token = env("REDLOCK_TOKEN");
-  if (!token || token->empty()) return std::nullopt;
-  return token;
+std::optional<std::string> inherited_token(const GlobalOptions& options, const std::string& key) {
+  const auto locks = enclosing_locks();
+  if (locks.empty()) {
+    auto token = env("REDLOCK_TOKEN");
+    if (!token || token->empty()) return std::nullopt;
+    return token;
+  }
+  if (auto* lock = find_enclosing(locks, key, servers_signature(configured_servers(options)))) return lock->token;
+  return std::nullopt;
 }
 
 std::string default_owner() {

@@ -65,10 +65,10 @@ Duration request_timeout(const GlobalOptions& options);
 // The Redis key for NAME (prefix + NAME) and its helper keys; NAME must not be empty.
 LockKeys lock_keys(const GlobalOptions& options, const std::string& name);
 
-// REDLOCK_TOKEN, the token to use when no --token was given (inside `run`'s child: that run's
-// token, for any NAME, so that what the command acquires it can release); nullopt when unset or
-// empty.
-std::optional<std::string> inherited_token();
+// The token to use for lock KEY when no --token was given: inside `run`'s child, the token of the
+// enclosing run whose lock KEY is on these servers (never another lock's: sibling workers that
+// take a second lock must exclude each other); outside any run, REDLOCK_TOKEN. nullopt when none.
+std::optional<std::string> inherited_token(const GlobalOptions& options, const std::string& key);
 // A --token given empty on the command line is a usage error: a script's unset variable
 // (--token "$T") must not fall back to REDLOCK_TOKEN or to a new token.
 void refuse_empty_token(const GlobalOptions& global, const std::string& token);

@@ -20,7 +20,7 @@ int run_extend(const ExtendOptions& o, const GlobalOptions& global) {
   LockKeys keys = lock_keys(global, o.name);
   refuse_empty_token(global, o.token);
   std::string token = o.token;
-  if (token.empty()) token = inherited_token().value_or("");
+  if (token.empty()) token = inherited_token(global, keys.lock).value_or("");
   if (token.empty()) usage_error("extend needs --token TOKEN (or REDLOCK_TOKEN)");
   Duration ttl = ttl_option(o.ttl, "--ttl");
   auto transport = connect_servers(global);

@@ -2,6 +2,7 @@
 #include <fcntl.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -76,19 +77,76 @@ bool is_global(std::string_view a) {
   return a.size() >= 2 && a[0] == '-' && a[1] != '-' && a.find_first_not_of("vq", 1) == std::string_view::npos;
 }
 
-// The first word that is neither an option nor an option's value: what was meant as a command.
-// AFTER is the word before it when that is an option redlock does not know, whose value it may be.
-std::string first_word(int argc, char** argv, std::string* after) {
+// The index of the first word that is neither an option nor an option's value: what was meant as
+// a command; 0 when there is none.
+int command_index(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     std::string_view a = argv[i];
-    if (a == "--") return {};
-    if (a.empty() || a[0] != '-') {
-      if (i > 1 && argv[i - 1][0] == '-' && !is_global(argv[i - 1])) *after = argv[i - 1];
-      return std::string(a);
-    }
+    if (a == "--") return 0;
+    if (a.empty() || a[0] != '-') return i;
     if (takes_value(a)) ++i;
   }
-  return {};
+  return 0;
+}
+
+// The command's word (see command_index). AFTER is the word before it when that is an option
+// redlock does not know, whose value it may be.
+std::string first_word(int argc, char** argv, std::string* after) {
+  const int i = command_index(argc, argv);
+  if (i == 0) return {};
+  if (i > 1 && argv[i - 1][0] == '-' && !is_global(argv[i - 1])) *after = argv[i - 1];
+  return argv[i];
+}
+
+// What FLAG ("--kill-after", "-k") is to APP's command line, its parents' options included.
+enum class OptionKind { Unknown, Flag, WithValue };
+
+OptionKind option_kind(const CLI::App& app, std::string_view flag) {
+  const bool is_long = flag.substr(0, 2) == "--";
+  const std::string name(flag.substr(is_long ? 2 : 1));
+  for (const CLI::App* a = &app; a != nullptr; a = a->get_parent()) {
+    for (const CLI::Option* opt : a->get_options()) {
+      const auto& names = is_long ? opt->get_lnames() : opt->get_snames();
+      if (std::find(names.begin(), names.end(), name) != names.end()) {
+        return opt->get_expected_min() > 0 ? OptionKind::WithValue : OptionKind::Flag;
+      }
+    }
+  }
+  return OptionKind::Unknown;
+}
+
+// How many words option word WORD takes, itself included: 2 when its value is the next word.
+int option_words(const CLI::App& app, std::string_view word) {
+  if (word.substr(0, 2) == "--") {
+    if (word.find('=') != std::string_view::npos) return 1;
+    return option_kind(app, word) == OptionKind::WithValue ? 2 : 1;
+  }
+  // A cluster of short options ("-nv", "-k2", "-nk", "2"): the first that takes a value ends it.
+  for (std::size_t c = 1; c < word.size(); ++c) {
+    if (option_kind(app, std::string("-") + word[c]) == OptionKind::WithValue) return c + 1 == word.size() ? 2 : 1;
+  }
+  return 1;
+}
+
+// run's words are read as flock and timeout read theirs (getopt's "+" mode): options before and
+// after NAME, and from the first other word on, everything is CMD's. A "--" is put before that
+// word, so that no later step takes one of CMD's words for one of ours.
+std::vector<std::string> end_run_options(const CLI::App& run, std::vector<std::string> words, std::size_t at) {
+  bool named = false;
+  for (std::size_t i = at + 1; i < words.size(); ++i) {
+    const std::string& w = words[i];
+    if (w == "--") break;
+    if (w.size() > 1 && w[0] == '-') {
+      i += static_cast<std::size_t>(option_words(run, w) - 1);
+      continue;
+    }
+    if (named) {
+      words.insert(words.begin() + static_cast<std::ptrdiff_t>(i), "--");
+      break;
+    }
+    named = true;
+  }
+  return words;
 }
 
 // Global options may come after the subcommand (`redlock status -S URL NAME --json`): they are moved
@@ -178,10 +236,15 @@ int main(int argc, char** argv) {
     for (const auto& [name, setup] : kCommands) setup(app, global, action);
   }
 
-  const bool json = wants_json(argc, argv);
+  std::vector<std::string> words(argv, argv + argc);
+  if (word == "run")
+    words = end_run_options(*app.get_subcommand("run"), words, static_cast<std::size_t>(command_index(argc, argv)));
+  std::vector<char*> line;
+  for (auto& w : words) line.push_back(w.data());
+  const bool json = wants_json(static_cast<int>(line.size()), line.data());
   std::string command;
-  std::vector<char*> args = globals_first(argc, argv);
-  for (int i = 1; i < argc && std::strcmp(argv[i], "--") != 0; ++i) global.words.emplace_back(argv[i]);
+  std::vector<char*> args = globals_first(static_cast<int>(line.size()), line.data());
+  for (std::size_t i = 1; i < words.size() && words[i] != "--"; ++i) global.words.push_back(words[i]);
   try {
     app.parse(static_cast<int>(args.size()), args.data());
   } catch (const CLI::CallForHelp& e) {
@@ -195,6 +258,7 @@ int main(int argc, char** argv) {
     std::string options;
     std::size_t others = 0;
     for (const auto& extra : app.remaining(true)) {
+      if (extra == "--") continue;  // the end of run's options, put there by end_run_options
       if (!extra.empty() && extra[0] == '-') {
         options += (options.empty() ? "" : " ") + extra;
       } else {

@@ -22,7 +22,7 @@ int run_release(const ReleaseOptions& o, const GlobalOptions& global) {
   bool force = o.force;
   // REDLOCK_TOKEN stands in for --token, but never turns a --force into a usage error; and a
   // --token on the command line beats a REDLOCK_FORCE (flag, then environment).
-  if (token.empty() && !force) token = inherited_token().value_or("");
+  if (token.empty() && !force) token = inherited_token(global, keys.lock).value_or("");
   if (force && !token.empty() && !given_on_command_line(global, {"--force"})) force = false;
   if (force == !token.empty()) usage_error("release needs exactly one of --token TOKEN and --force");
   auto transport = connect_servers(global);

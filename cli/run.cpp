@@ -9,6 +9,7 @@
 
 #include "commands.hpp"
 #include "duration.hpp"
+#include "enclosing.hpp"
 #include "error.hpp"
 #include "exit_codes.hpp"
 #include "faults.hpp"
@@ -208,6 +209,13 @@ class Runner {
         {"REDLOCK_TOKEN", acq.token},
         {"REDLOCK_FENCE", std::to_string(acq.fence)},
         {"REDLOCK_TTL_MS", std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(ap.spec.ttl).count())}};
+    // The locks of the runs around this one, so that a lock of theirs taken again further down is
+    // re-entered rather than waited for.
+    if (auto outer = enclosing_locks(); !outer.empty()) {
+      spec.set_env.emplace_back("REDLOCK_ENCLOSING", enclosing_text(outer));
+    } else {
+      spec.unset_env.emplace_back("REDLOCK_ENCLOSING");
+    }
     connection_for_child(spec);
     spec.own_group = !isatty(STDIN_FILENO);
     Child child(spec, *signals_);

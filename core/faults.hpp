@@ -6,6 +6,8 @@
 //   no-validity   drift 0 and no validity check: a lock counts however long it took, and `run`
 //                 never stops its command because the validity ran out
 //   half-quorum   N/2 votes make a "quorum" (two holders can each get one)
+//   inherit-any-token  inside a run's command, REDLOCK_TOKEN stands in for --token of every lock,
+//                 so sibling workers that take a second lock re-enter each other's
 // Only faults.cpp differs between the two binaries: in the real one, enabled() returns false
 // without looking at the environment.
 #pragma once

@@ -256,7 +256,9 @@ class Worker(threading.Thread):
             self.record(ev="done", n=n, t=t1, t0=t0, code=code, outcome=j.get("reason") or "error", report=report,
                         stopping=self.env.stopping.is_set())
             return code
-        token, fence = j["token"], j["fence"]
+        # A re-entered lock may have no fence of its own to show (null): it writes as the oldest
+        # holder would, and a fenced resource refuses it.
+        token, fence = j["token"], j["fence"] if j["fence"] is not None else 0
         # Measured from before the process started: shorter than the real validity, never longer.
         deadline = t0 + int(j["validity_ms"] * MS)
         if hold > 0.4 * self.ttl_ns / MS:

@@ -117,6 +117,56 @@ def contention(ctx):
         env.close()
 
 
+class EnclosingRun:
+    """One `redlock run batch -- …` whose command only records its environment and sleeps: workers
+    given that environment are sibling workers inside one run, as a batch's parallel steps are."""
+
+    def __init__(self, env, seconds):
+        self.path = os.path.join(env.workdir, "batch.env")
+        script = 'env -0 > "$1.tmp" && mv "$1.tmp" "$1" && exec sleep %d' % (int(seconds) + 60)
+        self.proc = subprocess.Popen([env.binary, "run", "--ttl", "5s", "batch", "--", "sh", "-c", script, "sh",
+                                      self.path], env=faultlib.clean_env({"REDLOCK_SERVERS": env.spec}),
+                                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def environment(self):
+        """The REDLOCK_* variables the run's command was given (REDLOCK_KEY, REDLOCK_TOKEN, …)."""
+        deadline = time.monotonic() + 10
+        while not os.path.exists(self.path):
+            if time.monotonic() > deadline or self.proc.poll() is not None:
+                raise RuntimeError("the enclosing run did not start its command")
+            time.sleep(0.02)
+        with open(self.path, "rb") as f:
+            pairs = [item.decode().split("=", 1) for item in f.read().split(b"\0") if b"=" in item]
+        return {k: v for k, v in pairs if k.startswith("REDLOCK_")}
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+        try:
+            self.proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(timeout=5)
+
+
+@scenario("siblings", "S1 S9", 8)
+def siblings(ctx):
+    """8 workers (6 `run`, 2 acquire/extend/release) that are siblings inside one `redlock run`:
+    each inherits its REDLOCK_KEY and REDLOCK_TOKEN, and they contend for a second lock."""
+    env = env_for(ctx, "siblings")
+    batch = None
+    try:
+        batch = EnclosingRun(env, ctx.seconds)
+        mixed_workers(env, 6, 2, env_extra=batch.environment())
+        env.run(ctx.seconds)
+        batch.stop()
+        return summarize(env, "siblings", acceptable_codes=(0, 75), expect_cycles=5)
+    finally:
+        if batch:
+            batch.stop()
+        env.close()
+
+
 @scenario("starvation", "L3", 60)
 def starvation(ctx):
     """10 workers on one name: every one gets the lock within 60 s (the run ends when all have)."""

@@ -1,5 +1,6 @@
 """Negative controls: a lock broken on purpose must be caught by a checker. redlock-faulty with
-REDLOCK_FAULT=release-any / no-validity / half-quorum (core/faults.hpp), and the real binary with a
+REDLOCK_FAULT=release-any / no-validity / half-quorum /
+inherit-any-token (core/faults.hpp), and the real binary with a
 holder's server restarted at once without persistence. Each runs a scenario that the real binary
 passes (test_safety.py, test_holder.py, test_crash.py) and asserts that the violation IS found."""
 
@@ -18,6 +19,10 @@ class Controls(ScenarioTest):
 
     def test_half_quorum_is_caught_by_overlaps(self):
         s = self.run_scenario("split-brain", 8, fault="half-quorum")
+        self.assertCaught(s, "overlaps")
+
+    def test_a_token_shared_by_sibling_workers_is_caught_by_overlaps(self):
+        s = self.run_scenario("siblings", 6, fault="inherit-any-token")
         self.assertCaught(s, "overlaps")
 
     def test_crash_restart_without_persistence_is_caught(self):

@@ -9,6 +9,9 @@ class Safety(ScenarioTest):
     def test_s1_s9_s11_contention(self):
         self.assertPassed(self.run_scenario("contention", 6))
 
+    def test_s1_sibling_workers_inside_one_run(self):
+        self.assertPassed(self.run_scenario("siblings", 6))
+
     def test_s2_sigstop_of_a_rotating_minority(self):
         self.assertPassed(self.run_scenario("pause-minority", 8))
 

@@ -11,7 +11,7 @@ import subprocess
 import threading
 import time
 
-from harness import ClusterTest, clean_env, free_port, main, pid_alive, redlock, spawn, wait_for, redlock_binary
+from harness import Cluster, ClusterTest, clean_env, free_port, main, pid_alive, redlock, spawn, wait_for, redlock_binary
 
 
 class RunTest(ClusterTest):
@@ -136,6 +136,44 @@ class ExitStatus(RunTest):
         self.assertEqual(r.code, 64, r)
         r = self.rl("run", "--ttl", "38ms", "job", "--", "true")
         self.assertNotEqual(r.code, 64, r)
+
+
+class CommandLine(RunTest):
+    """run reads its words as flock and timeout do: the first word after NAME that is neither an
+    option nor an option's value starts CMD, and every word from there on is CMD's."""
+
+    def test_the_commands_options_stay_the_commands(self):
+        data = self.path("data")
+        with open(data, "w") as f:
+            f.write("b 2\na 1\nc 3\n")
+        cases = [
+            (["run", "job", "sort", "-k", "2", data], "a 1\nb 2\nc 3\n"),
+            (["run", "job", "head", "-n", "1", data], "b 2\n"),
+            (["run", "job", "sh", "-c", "echo hi"], "hi\n"),
+            (["run", "job", "sh", "-c", "echo $0 $1", "-v", "--json"], "-v --json\n"),
+            (["run", "job", "printf", "%s,", "-q", "-S", "x", "--ttl", "--", "-w"], "-q,-S,x,--ttl,--,-w,"),
+        ]
+        for args, out in cases:
+            with self.subTest(args=args):
+                r = self.rl(*args)
+                self.assertEqual((r.code, r.stdout, r.stderr), (0, out, ""), r)
+        self.assertEqual(self.cluster.values("job"), [None] * 5)
+
+    def test_options_before_and_after_name_are_runs(self):
+        report = self.path("report.json")
+        r = self.rl("run", "-w", "1s", "job", "--ttl=5s", "-k", "1s", "--report", report, "-q", "sh", "-c",
+                    'echo "$REDLOCK_TTL_MS"')
+        self.assertEqual((r.code, r.stdout), (0, "5000\n"), r)
+        self.assertEqual(self.report()["outcome"], "child_exited")
+        # Short options in one word, a value attached or in the next word; -c is run's own.
+        r = self.rl("run", "job", "-nk", "1s", "-c", "echo $REDLOCK_NAME")
+        self.assertEqual((r.code, r.stdout), (0, "job\n"), r)
+        r = self.rl("run", "job", "-nk1s", "--", "echo", "x", "-n")
+        self.assertEqual((r.code, r.stdout), (0, "x -n\n"), r)
+        # An option redlock does not know, before CMD, is still an error of redlock's.
+        r = self.rl("run", "job", "--bogus", "true")
+        self.assertEqual(r.code, 64, r)
+        self.assertEqual(r.stderr, "redlock: error: unexpected argument: --bogus (see redlock --help)\n")
 
 
 class Signals(RunTest):
@@ -549,42 +587,72 @@ class Child(RunTest):
         self.assertEqual(r.code, 0, r)
         self.assertEqual(r.out, b"both\n")
 
-    def test_a_lock_of_another_name_inside_uses_the_inherited_token(self):
-        # REDLOCK_TOKEN stands in for --token of every command, whatever the NAME: what the
-        # command acquires, it can extend and release without passing a token around.
+    def test_a_lock_of_another_name_inside_gets_a_token_of_its_own(self):
+        # Re-entry is for the enclosing run's lock only: another NAME taken inside the command is
+        # a lock of its own, whose token the inherited one never stands in for (extend and release
+        # of it need --token); given explicitly, the inherited token reaches it.
         b = redlock_binary()
         script = ("echo $REDLOCK_TOKEN; {b} acquire -n inner; echo $?; {b} acquire -n inner >/dev/null; echo $?; "
-                  "REDLOCK_TOKEN= {b} acquire -n inner; echo $?; {b} extend inner; echo $?; "
-                  "{b} release inner; echo $?; {b} status outer >/dev/null; echo $?").format(b=b)
+                  "{b} extend inner 2>/dev/null; echo $?; {b} release inner 2>/dev/null; echo $?; "
+                  "{b} release --force inner; echo $?; "
+                  "{b} acquire -n shared --token $REDLOCK_TOKEN; echo $?; "
+                  "{b} acquire -n shared --token $REDLOCK_TOKEN >/dev/null; echo $?; "
+                  "{b} release shared --token $REDLOCK_TOKEN; echo $?; "
+                  "{b} status outer >/dev/null; echo $?").format(b=b)
         r = self.rl("run", "outer", "--", "sh", "-c", script)
         self.assertEqual(r.code, 0, r)
-        token, *rest = r.stdout.split()
+        token, inner, *rest = r.stdout.split()
         self.assertRegex(token, r"^[0-9a-f]{32}$")
-        # Taken with the outer token; the second acquire finds it held with that token and
-        # re-enters; an empty REDLOCK_TOKEN makes a token of its own, which must wait (75).
-        self.assertEqual(rest, [token, "0", "0", "75", "0", "0", "0"], r)
+        self.assertRegex(inner, r"^[0-9a-f]{32}$")
+        self.assertNotEqual(inner, token)
+        # Taken with a new token; a second acquire has a new token again and finds it busy (75);
+        # no token for extend and release (64); --token $REDLOCK_TOKEN takes and re-enters.
+        self.assertEqual(rest, ["0", "75", "64", "64", "0", token, "0", "0", "0", "0"], r)
         self.assertEqual(self.cluster.values("inner"), [None] * 5)
+        self.assertEqual(self.cluster.values("shared"), [None] * 5)
         self.assertEqual(self.cluster.values("outer"), [None] * 5)
         # Outside any run, REDLOCK_TOKEN is simply the token to use.
         r = self.rl("acquire", "-n", "solo", env={"REDLOCK_TOKEN": "mine"})
         self.assertEqual((r.code, r.out), (0, b"mine\n"), r)
         self.assertEqual(self.rl("release", "solo", env={"REDLOCK_TOKEN": "mine"}).code, 0)
 
+    def test_sibling_workers_inside_one_run_exclude_each_other(self):
+        # Three workers started by one run, each taking a second lock: one gets in, two are busy.
+        b = redlock_binary()
+        worker = "{b} run -n db-migrate -- sleep 1.5 && echo in || echo out:$?".format(b=b)
+        r = self.rl("run", "batch", "--", "sh", "-c", "(%s) & (%s) & (%s) & wait" % (worker, worker, worker))
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual(sorted(r.stdout.split()), ["in", "out:75", "out:75"], r)
+        self.assertEqual(self.cluster.values("db-migrate"), [None] * 5)
+
+    def test_the_same_name_on_other_servers_is_another_lock(self):
+        # REDLOCK_KEY alone is not the lock: the same key on other servers is taken with a token of
+        # its own, and waited for like any other lock.
+        other = Cluster(1)
+        self.addCleanup(other.stop)
+        b = redlock_binary()
+        r = self.rl("run", "job", "--", "sh", "-c", "{b} -S {spec} acquire -n job; echo $REDLOCK_TOKEN".format(
+            b=b, spec=other.spec))
+        self.assertEqual(r.code, 0, r)
+        inner, token = r.stdout.split()
+        self.assertNotEqual(inner, token)
+        self.assertEqual(other.values("job"), [inner.encode()])
+
     def test_an_outer_lock_taken_again_further_down_is_reentered_not_released(self):
         # run a -- run b -- run a: the innermost finds a held with the inherited token. It must
         # re-enter, neither wait for its grandparent nor release a lock that is not its own to free.
         b = redlock_binary()
         report = self.path("inner-a.json")
-        r = self.rl("run", "a", "--", b, "run", "b", "--", "sh", "-c",
-                    "{b} run -w 2s --report {rep} a -- true; echo $?; {b} status a; echo $?".format(b=b, rep=report))
+        inner = "{b} run -w 2s --report {rep} a -- true; echo $?; {b} status a; echo $?".format(b=b, rep=report)
+        r = self.rl("run", "a", "--", "sh", "-c", 'echo $REDLOCK_FENCE; exec "$0" run b -- sh -c "$1"', b, inner)
         self.assertEqual(r.code, 0, r)
-        lines = r.stdout.split()
+        fence, *lines = r.stdout.split()
         self.assertEqual(lines[0], "0", r)
         self.assertEqual(lines[-1], "0", r)  # a is still held once the innermost run ended
         with open(report) as f:
             rep = json.load(f)
         self.assertTrue(rep["nested"], rep)
-        self.assertIsNone(rep["fence"], rep)  # a's fence is its holder's: not known down here
+        self.assertEqual(rep["fence"], int(fence), rep)  # a's own, handed down through b
         self.assertEqual(self.cluster.values("a"), [None] * 5)
 
     def test_report_is_written_whatever_the_outcome(self):
