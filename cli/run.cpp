@@ -217,7 +217,6 @@ class Runner {
       spec.unset_env.emplace_back("REDLOCK_ENCLOSING");
     }
     connection_for_child(spec);
-    spec.own_group = !isatty(STDIN_FILENO);
     Child child(spec, *signals_);
     if (child.exec_errno()) {
       release(acq.token);
@@ -253,12 +252,7 @@ class Runner {
     TimePoint kill_at = kNever;
     bool killed = false;
     for (;;) {
-      for (const auto& caught : signals_->take()) {
-        if (caught.sig == SIGCHLD) continue;
-        // A signal from the terminal already reached the child when it shares our group.
-        if (caught.from_terminal && child.shares_our_group()) continue;
-        child.signal_group(caught.sig);
-      }
+      forward_signals(child);
       if (child.reap()) {
         // Reaped after the validity could have ended (redlock itself was paused, say): nothing
         // shows the command ended in time, so the lock may have been someone else's meanwhile.
@@ -267,6 +261,7 @@ class Runner {
         }
         return lost;
       }
+      if (child.stopped() && lost.empty()) lost = follow_stop(child, lease);
 
       switch (lease.poll()) {
         case Lease::Event::Renewed:
@@ -304,6 +299,27 @@ class Runner {
       if (lost.empty()) wake = std::min({wake, lease.next_renewal(), signal_at, max_hold_at});
       transport_->run_until([&] { return signals_->any() || (lease.renewing() && lease.decided()); }, wake);
     }
+  }
+
+  void forward_signals(const Child& child) {
+    for (const auto& caught : signals_->take()) {
+      if (caught.sig != SIGCHLD) child.signal_group(caught.sig);
+    }
+  }
+
+  // The command was stopped from the terminal (^Z): we stop with it, so that the shell gets the
+  // terminal back. Once continued (fg, bg), the command runs again only if the lock can still be
+  // valid; else it is killed before it runs again. Returns why the lock was lost, or empty.
+  std::string follow_stop(Child& child, const Lease& lease) {
+    verbose(global_, 1, "the command was stopped; stopping too");
+    child.stop_with_child();
+    if (Clock::now() < lease.valid_until() - plan_.kill_after - kill_margin(plan_.acquire.spec.ttl)) {
+      child.resume();
+      return {};
+    }
+    child.signal_group(SIGKILL);
+    return "redlock was stopped (^Z) until the lock's validity could have ended; the command was killed before it "
+           "ran again";
   }
 
   // How this run reaches its servers, for nested calls in the child, as REDLOCK_* variables: the
@@ -398,14 +414,14 @@ class Runner {
     ChildSpec spec;
     spec.argv = plan_.argv;
     connection_for_child(spec);
-    spec.own_group = !isatty(STDIN_FILENO);
     const TimePoint started = Clock::now();
     Child child(spec, *signals_);
     if (child.exec_errno()) return exec_failed(child);
     while (!child.reap()) {
-      for (const auto& caught : signals_->take()) {
-        if (caught.sig == SIGCHLD || (caught.from_terminal && child.shares_our_group())) continue;
-        child.signal_group(caught.sig);
+      forward_signals(child);
+      if (child.stopped()) {
+        child.stop_with_child();
+        child.resume();
       }
       transport_->run_until([&] { return signals_->any(); }, kNever);
     }

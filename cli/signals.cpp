@@ -7,13 +7,11 @@ namespace redlock::cli {
 namespace {
 
 volatile sig_atomic_t g_caught[NSIG];
-volatile sig_atomic_t g_from_kernel[NSIG];
 // Which signal arrived first (for the exit status 128+N when a wait is stopped).
 volatile sig_atomic_t g_first = 0;
 
-void on_signal(int sig, siginfo_t* info, void*) {
+void on_signal(int sig, siginfo_t*, void*) {
   g_caught[sig] = 1;
-  g_from_kernel[sig] = info && info->si_code == SI_KERNEL;
   if (g_first == 0) g_first = sig;
 }
 
@@ -61,7 +59,7 @@ std::vector<SignalCatcher::Caught> SignalCatcher::take() {
   for (int s : signals_) {
     if (g_caught[s]) {
       g_caught[s] = 0;
-      out.push_back({s, g_from_kernel[s] != 0});
+      out.push_back({s});
     }
   }
   return out;

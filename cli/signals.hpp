@@ -22,7 +22,6 @@ class SignalCatcher {
 
   struct Caught {
     int sig;
-    bool from_terminal;  // sent by the kernel (the terminal's ^C, ^\), so the whole foreground group got it
   };
   // The signals caught since the last call (each at most once per call, lowest number first).
   std::vector<Caught> take();

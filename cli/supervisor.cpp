@@ -6,14 +6,13 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <map>
 #include <set>
 
 #include "error.hpp"
@@ -34,46 +33,59 @@ constexpr SignalName kSignals[] = {
     {"ABRT", SIGABRT}, {"PIPE", SIGPIPE}, {"WINCH", SIGWINCH},
 };
 
-// The processes of group PGID that descend from ROOT (ROOT included), read from /proc: the child and
-// what it started, but not the other members of a shell pipeline that share our group.
-std::vector<pid_t> descendants_in_group(pid_t pgid, pid_t root) {
-  std::map<pid_t, pid_t> parent_of;
+// Makes process group PGID the foreground group of the terminal on stdin. SIGTTOU is blocked
+// meanwhile: a process outside the foreground group that sets it would otherwise be stopped. System
+// calls only (the child runs it before exec).
+void give_terminal(pid_t pgid) {
+  sigset_t ttou, old;
+  sigemptyset(&ttou);
+  sigaddset(&ttou, SIGTTOU);
+  sigprocmask(SIG_BLOCK, &ttou, &old);
+  tcsetpgrp(STDIN_FILENO, pgid);
+  sigprocmask(SIG_SETMASK, &old, nullptr);
+}
+
+// Whether another process shares our process group (`redlock run … | less`: the shell made the
+// pipeline one job), read from /proc.
+bool group_shared() {
+  const pid_t self = getpid(), group = getpgrp();
   DIR* dir = opendir("/proc");
-  if (!dir) return {};
-  pid_t self = getpid();
+  if (!dir) return true;
+  bool shared = false;
   while (dirent* e = readdir(dir)) {
     char* end = nullptr;
     long pid = std::strtol(e->d_name, &end, 10);
     if (*end != '\0' || pid <= 0 || pid == self) continue;
-    std::ifstream stat("/proc/" + std::string(e->d_name) + "/stat");
-    std::string line;
-    if (!std::getline(stat, line)) continue;
-    auto close = line.rfind(')');  // the command name may contain spaces and parentheses
-    if (close == std::string::npos) continue;
+    char path[64];
+    std::snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+    FILE* f = std::fopen(path, "re");
+    if (!f) continue;
+    char line[512];
+    const char* close = std::fgets(line, sizeof line, f) ? std::strrchr(line, ')') : nullptr;
+    std::fclose(f);
+    long group_of = 0;
     char state = 0;
-    long ppid = 0, group = 0;
-    if (std::sscanf(line.c_str() + close + 1, " %c %ld %ld", &state, &ppid, &group) == 3 && group == pgid) {
-      parent_of[static_cast<pid_t>(pid)] = static_cast<pid_t>(ppid);
+    long ppid = 0;
+    if (close && std::sscanf(close + 1, " %c %ld %ld", &state, &ppid, &group_of) == 3 && group_of == group) {
+      shared = true;
+      break;
     }
   }
   closedir(dir);
-  std::vector<pid_t> out;
-  for (const auto& [pid, ppid] : parent_of) {
-    // Bounded walk up the tree, inside the group only.
-    pid_t p = pid;
-    for (int depth = 0; depth < 64 && p != root; ++depth) {
-      auto it = parent_of.find(p);
-      if (it == parent_of.end()) break;
-      p = it->second;
-    }
-    if (p == root) out.push_back(pid);
-  }
-  return out;
+  return shared;
+}
+
+// Whether we are the foreground job of the terminal on stdin, alone in it: then the child's group
+// gets the terminal. Sharing the job with others (a pipeline), the terminal stays theirs and ours,
+// and what it sends us (^C) is forwarded to the child like any other signal.
+bool foreground_of_terminal() {
+  return isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp() && !group_shared();
 }
 
 // What the child of Child::Child needs; it shares our memory until it execs.
 struct Launch {
-  bool own_group;
+  bool terminal;
+  pid_t group;  // the guard's, or 0 for a group of the child's own
   const SignalCatcher* signals;
   const std::vector<std::string>* candidates;
   char** argv;
@@ -88,7 +100,10 @@ int launch_child(void* arg) {
   auto* launch = static_cast<Launch*>(arg);
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (getppid() != launch->parent) _exit(127);  // the parent died before prctl took effect
-  if (launch->own_group) setpgid(0, 0);
+  if (launch->group == 0 || setpgid(0, launch->group) != 0) setpgid(0, 0);
+  // Here as well as in the parent, as shells do: whichever runs first, the command never reads
+  // the terminal while it is not yet in the foreground.
+  if (launch->terminal) give_terminal(getpgrp());
   launch->signals->restore_in_child();
   int err = ENOENT;
   for (const auto& c : *launch->candidates) {
@@ -111,14 +126,15 @@ int launch_child(void* arg) {
   _exit(err == ENOENT ? 127 : 126);
 }
 
-// The guard of the child's process group GROUP: a process of that group that waits until the pipe
-// from us reads end-of-file, which happens only once we are gone, however we died (SIGKILL
-// included), and then kills its group, itself with it. Being a member, it keeps the group's id
-// from being reused while it waits. It ignores every signal it can (those sent to the group are
+// The guard of the child's process group: the leader of a new group, which the child joins, that
+// waits until the pipe from us reads end-of-file, which happens only once we are gone, however we
+// died (SIGKILL included), and then kills its group, itself with it. Started before the child, it
+// covers the child from its first instruction; being a member, it keeps the group's id from being
+// reused while it waits. It ignores every signal it can (those sent to the group are
 // meant for the command) and keeps no descriptor but its end of the pipe. Returns its pid and our
 // end of the pipe, or -1 when it could not be started (the child is then guarded by
 // PR_SET_PDEATHSIG alone, as it always is).
-pid_t start_guard(pid_t group, int& our_end) {
+pid_t start_guard(int& our_end) {
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) return -1;
   pid_t pid = fork();
@@ -130,7 +146,7 @@ pid_t start_guard(pid_t group, int& our_end) {
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, nullptr);
-    if (setpgid(0, group) != 0) _exit(0);  // the group is already gone: nothing to guard
+    setpgid(0, 0);
     int in = fds[0];
     if (in != 0) {
       dup2(in, 0);
@@ -152,6 +168,7 @@ pid_t start_guard(pid_t group, int& our_end) {
     close(fds[1]);
     return -1;
   }
+  setpgid(pid, pid);  // also here: the child may join the group before the guard has made it
   our_end = fds[1];
   return pid;
 }
@@ -178,7 +195,7 @@ std::string signal_name(int sig) {
   return "signal " + std::to_string(sig);
 }
 
-Child::Child(const ChildSpec& spec, const SignalCatcher& signals) : own_group_(spec.own_group) {
+Child::Child(const ChildSpec& spec, const SignalCatcher& signals) : terminal_(foreground_of_terminal()) {
   // Everything the child needs is prepared before clone: after it, only system calls.
   std::vector<std::string> env_strings;
   std::set<std::string> drop(spec.unset_env.begin(), spec.unset_env.end());
@@ -216,7 +233,10 @@ Child::Child(const ChildSpec& spec, const SignalCatcher& signals) : own_group_(s
     }
   }
 
-  Launch launch{spec.own_group, &signals, &candidates, argv.data(), shell_argv.data(), envp.data(), getpid(), 0};
+  guard_ = start_guard(guard_pipe_);
+  Launch launch{
+      terminal_, guard_ > 0 ? guard_ : 0, &signals, &candidates, argv.data(), shell_argv.data(), envp.data(), getpid(),
+      0};
   // clone(CLONE_VM | CLONE_VFORK), as posix_spawn does it: no page tables copied, and we resume
   // only once the child has exec'd or given up, with its errno in LAUNCH. posix_spawn itself
   // cannot set PR_SET_PDEATHSIG.
@@ -227,18 +247,17 @@ Child::Child(const ChildSpec& spec, const SignalCatcher& signals) : own_group_(s
   int clone_errno = errno;
   munmap(stack, kStackSize);
   if (pid_ < 0) throw Error(ErrorKind::Internal, std::string("clone: ") + std::strerror(clone_errno));
-  if (spec.own_group) setpgid(pid_, pid_);  // also here: no race with an early signal_group()
+  // The group the child made or joined before it exec'd (CLONE_VFORK: it has).
+  group_ = getpgid(pid_);
+  if (group_ <= 0 || group_ == getpgrp()) group_ = pid_;
   if (launch.exec_errno != 0) {
     exec_errno_ = launch.exec_errno;
     int status = 0;
     while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
     }
     status_ = status;
-    return;
+    if (terminal_) give_terminal(getpgrp());
   }
-  // Sharing our group (a terminal), there is no group of the child's own to kill: what it started
-  // is found through /proc while we live (signal_group), and by nobody once we are gone.
-  if (spec.own_group) guard_ = start_guard(pid_, guard_pipe_);
 }
 
 Child::~Child() {
@@ -252,15 +271,7 @@ Child::~Child() {
 
 void Child::signal_group(int sig) const {
   if (status_ && exec_errno_) return;
-  if (own_group_) {
-    kill(-pid_, sig);
-    return;
-  }
-  // The child shares our process group: signal it and its descendants one by one, never ourselves.
-  kill(pid_, sig);
-  for (pid_t p : descendants_in_group(getpgrp(), pid_)) {
-    if (p != pid_) kill(p, sig);
-  }
+  kill(-group_, sig);
 }
 
 bool Child::reap() {
@@ -268,10 +279,31 @@ bool Child::reap() {
   int status = 0;
   pid_t r;
   do {
-    r = waitpid(pid_, &status, WNOHANG);
+    r = waitpid(pid_, &status, WNOHANG | (terminal_ ? WUNTRACED : 0));
   } while (r < 0 && errno == EINTR);
-  if (r == pid_) status_ = status;
+  if (r == pid_ && WIFSTOPPED(status)) {
+    stopped_ = true;
+  } else if (r == pid_) {
+    status_ = status;
+    if (terminal_ && tcgetpgrp(STDIN_FILENO) == group_) give_terminal(getpgrp());
+  }
   return status_.has_value();
+}
+
+void Child::stop_with_child() {
+  give_terminal(getpgrp());
+  // SIGTSTP to our whole group (a pipeline we are part of stops with us), and SIGSTOP to ourselves
+  // should SIGTSTP be ignored here: a shell sees its job stopped only when every member is.
+  struct sigaction tstp {};
+  sigaction(SIGTSTP, nullptr, &tstp);
+  kill(0, SIGTSTP);
+  if (tstp.sa_handler == SIG_IGN) raise(SIGSTOP);
+}
+
+void Child::resume() {
+  stopped_ = false;
+  if (foreground_of_terminal()) give_terminal(group_);
+  signal_group(SIGCONT);
 }
 
 std::optional<int> Child::exit_code() const {

@@ -1,8 +1,9 @@
 // The child of `run`: spawned with the signal mask and dispositions it would have had without us,
-// PR_SET_PDEATHSIG so that it dies with us, in its own process group (or, when stdin is a terminal,
-// in ours, the terminal's foreground group, so that job control keeps working). In its own group,
-// a guard process kills the whole group should we die first, for PR_SET_PDEATHSIG reaches the
-// child alone and not what it started.
+// PR_SET_PDEATHSIG so that it dies with us, in a process group of its own. A guard process in that
+// group kills the whole group should we die first, for PR_SET_PDEATHSIG reaches the child alone
+// and not what it started. When we are the foreground job of a terminal, the child's group is
+// handed the terminal, as a shell hands it to a job, so that ^C and ^Z reach the whole command;
+// a ^Z stops us too, so that the shell that started us gets the terminal back.
 #pragma once
 
 #include <sys/types.h>
@@ -19,7 +20,6 @@ struct ChildSpec {
   std::vector<std::string> argv;
   std::vector<std::pair<std::string, std::string>> set_env;  // added or replaced
   std::vector<std::string> unset_env;
-  bool own_group = true;  // false: stay in our process group (stdin is a terminal)
 };
 
 class Child {
@@ -31,17 +31,22 @@ class Child {
   Child(const Child&) = delete;
   Child& operator=(const Child&) = delete;
 
-  pid_t pid() const { return pid_; }
   int exec_errno() const { return exec_errno_; }
-  bool shares_our_group() const { return !own_group_; }
 
-  // Sends SIG to the child's process group (to every process of our group but us when it shares
-  // ours), so that `sh -c` cannot swallow it and grandchildren get it too.
+  // Sends SIG to the child's process group, so that `sh -c` cannot swallow it and grandchildren
+  // get it too.
   void signal_group(int sig) const;
 
-  // Reaps the child if it has ended; true once it has.
+  // Reaps the child if it has ended; true once it has. The terminal, when the child had it, is
+  // taken back.
   bool reap();
-  bool ended() const { return status_.has_value(); }
+  // Whether the child was stopped from the terminal (^Z) since the last resume().
+  bool stopped() const { return stopped_; }
+  // After a ^Z: takes the terminal back and stops our own process group, as the child's was, so
+  // that the shell that started us sees its job stopped. Returns once we are continued.
+  void stop_with_child();
+  // Continues a stopped child, handing it the terminal again when we have it (fg, not bg).
+  void resume();
   // The shell convention: the exit code, or 128+N when killed by signal N.
   int exit_status() const;
   std::optional<int> exit_code() const;
@@ -49,9 +54,11 @@ class Child {
 
  private:
   pid_t pid_ = -1;
+  pid_t group_ = -1;  // the child's process group: the guard's, as a rule
   pid_t guard_ = -1;
-  int guard_pipe_ = -1;  // our end: while it is open, we are alive
-  bool own_group_ = true;
+  int guard_pipe_ = -1;    // our end: while it is open, we are alive
+  bool terminal_ = false;  // the child's group was handed our terminal (stdin)
+  bool stopped_ = false;
   int exec_errno_ = 0;
   std::optional<int> status_;
 };

@@ -14,6 +14,23 @@ import time
 from harness import Cluster, ClusterTest, clean_env, free_port, main, pid_alive, redlock, spawn, wait_for, redlock_binary
 
 
+def children_of(pid):
+    """The pids whose parent is PID, from /proc."""
+    out = set()
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and parent_of(int(entry)) == pid:
+            out.add(int(entry))
+    return out
+
+
+def parent_of(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return int(f.read().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 class RunTest(ClusterTest):
     def setUp(self):
         super().setUp()
@@ -311,8 +328,8 @@ class Signals(RunTest):
 
 
 class Terminal(RunTest):
-    """On a terminal, the command stays in the terminal's foreground process group (job control keeps
-    working) and ^C reaches it once, from the terminal, not a second time from redlock."""
+    """On a terminal, the command gets a process group of its own and the terminal with it, as a
+    shell's job does: ^C reaches it once, from the terminal, not a second time from redlock."""
 
     def test_job_control_on_a_terminal(self):
         import pty
@@ -342,7 +359,7 @@ class Terminal(RunTest):
 
         self.assertTrue(read_until(b"groups"), out)
         line = out.split(b"groups", 1)[1].split(b"\n")[0].split()
-        self.assertEqual(line[0], line[1], "the command left the terminal's foreground group: %r" % out)
+        self.assertNotEqual(line[0], line[1], "the command shares redlock's process group: %r" % out)
         os.write(master, b"\x03")  # ^C: the terminal sends SIGINT to the whole foreground group
         read_until(b"int 1")
         _, status = os.waitpid(pid, 0)
@@ -352,6 +369,121 @@ class Terminal(RunTest):
         self.assertNotIn(b"int 2", out)
         self.assertEqual(self.report()["outcome"], "child_exited")
         self.assertEqual(self.cluster.values("job"), [None] * 5)
+
+
+class InteractiveShell(RunTest):
+    """redlock run as the foreground job of an interactive shell on a pseudo-terminal: what stops
+    the lock stops the whole command, grandchildren included, and job control keeps working."""
+
+    def setUp(self):
+        super().setUp()
+        import pty
+        self.pid, self.master = pty.fork()
+        if self.pid == 0:
+            os.environ.update({"REDLOCK_SERVERS": self.cluster.spec, "PS1": "$ ", "TERM": "dumb"})
+            os.execv("/bin/bash", ["bash", "--norc", "--noprofile", "-i"])
+        self.out = b""
+        self.addCleanup(self.close_shell)
+
+    def close_shell(self):
+        try:
+            os.kill(self.pid, signal.SIGKILL)
+            os.waitpid(self.pid, 0)
+        except OSError:
+            pass
+        os.close(self.master)
+
+    def read_until(self, pattern, timeout=15):
+        import re
+        import select
+        deadline = time.monotonic() + timeout
+        while not re.search(pattern, self.out) and time.monotonic() < deadline:
+            ready, _, _ = select.select([self.master], [], [], 0.2)
+            if ready:
+                try:
+                    self.out += os.read(self.master, 4096)
+                except OSError:
+                    break
+        match = re.search(pattern, self.out)
+        self.assertIsNotNone(match, "no %r in %r" % (pattern, self.out))
+        return match
+
+    def type(self, line):
+        os.write(self.master, line)
+
+    def start(self, args, command):
+        """Types `redlock ARGS -- sh -c COMMAND; echo rc=$?`; returns the pid of the sh and of the
+        sleep it runs in the foreground."""
+        pids = self.path("pids")
+        self.type(b"%s %s -- sh -c 'echo $$ > %s; sleep 30; %s'; echo rc=$?\n" % (
+            redlock_binary().encode(), args, pids.encode(), command))
+        sh = self.read_pid("pids")
+        return sh, wait_for(lambda: children_of(sh), what="the grandchild").pop()
+
+    def assert_gone(self, *pids):
+        for pid in pids:
+            wait_for(lambda: not pid_alive(pid), timeout=5, what="pid %d to end" % pid)
+
+    def test_loss_kills_the_grandchild(self):
+        sh, sleep = self.start(b"run --ttl 3s -k 1s job", b'echo "af""ter"')
+        for server in self.cluster.servers:
+            with server.client() as c:
+                c.call("SET", "job", "someone-else", "PX", "60000")
+        self.read_until(rb"rc=79")
+        self.assert_gone(sh, sleep)
+        self.assertNotIn(b"after", self.out)
+
+    def test_term_to_redlock_kills_the_grandchild(self):
+        sh, sleep = self.start(b"run job", b'echo "af""ter"')
+        os.kill(parent_of(sh), signal.SIGTERM)
+        self.read_until(rb"rc=143")
+        self.assert_gone(sh, sleep)
+        self.assertEqual(self.cluster.values("job"), [None] * 5)
+
+    def test_ctrl_c_ends_the_command_with_130(self):
+        sh, sleep = self.start(b"run job", b'echo "af""ter"')
+        self.type(b"\x03")
+        self.read_until(rb"rc=130")
+        self.assert_gone(sh, sleep)
+        self.assertEqual(self.cluster.values("job"), [None] * 5)
+
+    def test_in_a_pipeline_the_terminal_stays_the_jobs_and_ctrl_c_is_forwarded(self):
+        # `redlock run … | cat`: the shell made one job of both, so the terminal is not handed to
+        # CMD (cat would lose it); ^C reaches redlock (and cat, which ignores it here, so that the
+        # shell carries on with the line), and redlock forwards it to CMD.
+        pids = self.path("pids")
+        self.type(b"%s run job -- sh -c 'echo $$ > %s; sleep 30' | sh -c 'trap \"\" INT; exec cat'; echo rc=${PIPESTATUS[0]}\n" % (
+            redlock_binary().encode(), pids.encode()))
+        sh = self.read_pid("pids")
+        sleep = wait_for(lambda: children_of(sh), what="the grandchild").pop()
+        self.assertNotEqual(os.getpgid(sh), os.getpgid(parent_of(sh)))
+        self.type(b"\x03")
+        self.read_until(rb"rc=130")
+        self.assert_gone(sh, sleep)
+        self.assertEqual(self.cluster.values("job"), [None] * 5)
+
+    def test_ctrl_z_then_fg_within_the_ttl_carries_on(self):
+        pids = self.path("pids")
+        self.type(b"%s run --ttl 10s job -- sh -c 'echo $$ > %s; sleep 1; echo do\"\"ne'; echo rc=$?\n" % (
+            redlock_binary().encode(), pids.encode()))
+        self.read_pid("pids")
+        self.type(b"\x1a")
+        self.read_until(rb"Stopped")
+        self.assertIsNotNone(self.cluster.servers[0].get("job"))
+        self.type(b"fg; echo rc=$?\n")
+        self.read_until(rb"rc=0")
+        self.assertIn(b"done", self.out)
+
+    def test_ctrl_z_past_the_ttl_then_fg_kills_the_command_before_it_runs_again(self):
+        sh, sleep = self.start(b"run --ttl 2s job", b'echo "af""ter"')
+        self.type(b"\x1a")
+        self.read_until(rb"Stopped")
+        time.sleep(2.5)  # the lock's TTL runs out while everything is stopped
+        self.type(b"fg; echo rc=$?\n")
+        self.read_until(rb"rc=79")
+        self.assertIn(b"redlock was stopped", self.out)
+        self.assertNotIn(b"after", self.out)
+        self.assert_gone(sh, sleep)
 
 
 class KeepingAndLosing(RunTest):
@@ -489,8 +621,10 @@ class Child(RunTest):
             hup_ignored = bool(int(fields["SigIgn"], 16) & (1 << (signal.SIGHUP - 1)))
             self.assertEqual(hup_ignored, ignore_hup, text)
             stat_fields = text.splitlines()[-1].rsplit(")", 1)[1].split()
-            pid, pgid = int(fields["Pid"]), int(stat_fields[2])
-            self.assertEqual(pgid, pid, text)
+            # A group of its own: not redlock's (ours), but its guard's, made before the child.
+            pgid = int(stat_fields[2])
+            self.assertNotEqual(pgid, os.getpgrp(), text)
+            self.assertEqual(int(stat_fields[1]), int(fields["PPid"]), text)
 
     def test_stdin_stdout_stderr_are_the_childs(self):
         r = redlock(["run", "job", "--", "sh", "-c", "cat; echo to-stderr >&2"], servers=self.cluster,
