@@ -119,9 +119,9 @@ AcquirePlan plan_acquire(const AcquireOptions& o, const GlobalOptions& global) {
 void json_acquisition(Json& j, const AcquireResult& r) {
   bool acquired = r.outcome == AcquireOutcome::Acquired;
   j["acquired"] = acquired;
-  // A wait a signal ended is, in the contract's words, a wait that ran out: "interrupted_by" (added
-  // by the caller) says which signal.
-  if (!acquired) j["reason"] = r.outcome == AcquireOutcome::Interrupted ? "timeout" : outcome_name(r.outcome);
+  // A wait a signal ended is "interrupted", never a timeout; "interrupted_by" (added by the caller)
+  // says which signal.
+  if (!acquired) j["reason"] = outcome_name(r.outcome);
   j["token"] = acquired ? Json(r.token) : Json(nullptr);
   j["fence"] = acquired ? Json(r.fence) : Json(nullptr);
   j["ttl_ms"] = std::chrono::duration_cast<std::chrono::milliseconds>(r.ttl).count();

@@ -252,7 +252,12 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForAllHelp& e) {
     return checked_stdout(command, app.exit(e));
   } catch (const CLI::CallForVersion& e) {
-    return checked_stdout(command, app.exit(e));
+    if (!json) return checked_stdout(command, app.exit(e));
+    Json version;
+    version["version"] = 1;
+    version["redlock"] = REDLOCK_VERSION;
+    print_json(version);
+    return checked_stdout(command, exit_code::kOk);
   } catch (const CLI::ExtrasError&) {
     // Name the words that look like options; never echo the others (a mistyped --pasword's value).
     std::string options;

@@ -1,4 +1,5 @@
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -13,6 +14,7 @@
 #include "error.hpp"
 #include "exit_codes.hpp"
 #include "faults.hpp"
+#include "fd.hpp"
 #include "lease.hpp"
 #include "quorum.hpp"
 #include "signals.hpp"
@@ -58,8 +60,10 @@ Duration kill_margin(Duration ttl) {
 RunPlan plan_run(const RunOptions& o, const GlobalOptions& global) {
   RunPlan plan;
   plan.acquire = plan_acquire(o.acquire, global);
-  if (!o.command.empty() && !o.argv.empty()) usage_error("give either -c STR or -- CMD [ARG...], not both");
-  if (!o.command.empty()) {
+  // Flag, then environment: a CMD on the command line beats a REDLOCK_COMMAND.
+  const bool command_flag = given_on_command_line(global, {"-c", "--command"});
+  if (command_flag && !o.argv.empty()) usage_error("give either -c STR or -- CMD [ARG...], not both");
+  if (!o.command.empty() && o.argv.empty()) {
     const char* shell = std::getenv("SHELL");
     plan.argv = {shell && *shell ? shell : "/bin/sh", "-c", o.command};
   } else if (!o.argv.empty()) {
@@ -94,6 +98,9 @@ RunPlan plan_run(const RunOptions& o, const GlobalOptions& global) {
   }
   if (!o.min_hold.empty()) plan.min_hold = duration_option(o.min_hold, "--min-hold", false);
   if (!o.max_hold.empty()) plan.max_hold = duration_option(o.max_hold, "--max-hold", false);
+  if (plan.min_hold && plan.max_hold && *plan.max_hold < *plan.min_hold) {
+    usage_error("--max-hold " + o.max_hold + " is shorter than --min-hold " + o.min_hold);
+  }
   // The report is how a caller learns the outcome: a place it cannot be written is found out
   // before the lock is taken or the command run.
   require_private_file(o.report, "--report");
@@ -106,6 +113,27 @@ void write_report(const std::string& path, const Json& report, const GlobalOptio
   if (path.empty()) return;
   int err = write_private_file(path, json_text(report) + "\n");
   if (err && warn_on_failure) warn(global, "--report '" + printable(path) + "': " + std::strerror(err));
+}
+
+// With --json, the object goes on the stdout CMD wrote to: on a line of its own whatever CMD's output
+// ended with. A regular file shows its last byte; on a pipe or a terminal it cannot be seen, and a
+// line break comes first.
+void print_json_after_command(const Json& report) {
+  const std::string outcome = report.value("outcome", "");
+  if (outcome == "child_exited" || outcome == "child_signaled" || outcome == "lost") {
+    struct stat st {};
+    const off_t end = lseek(STDOUT_FILENO, 0, SEEK_CUR);
+    bool fresh_line = end == 0;
+    // stdout is often open for writing only (a shell's >): its last byte is read through a file
+    // of our own.
+    Fd file(fstat(STDOUT_FILENO, &st) == 0 && S_ISREG(st.st_mode) && end > 0
+                ? ::open("/proc/self/fd/1", O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK)
+                : -1);
+    char last = 0;
+    if (file && pread(file.get(), &last, 1, end - 1) == 1) fresh_line = last == '\n';
+    if (!fresh_line) print_line("");
+  }
+  print_json(report);
 }
 
 class Runner {
@@ -171,8 +199,11 @@ class Runner {
         break;
       case AcquireOutcome::Busy:
       case AcquireOutcome::TimedOut:
-        if (!global_.quiet)
-          std::fprintf(stderr, "redlock: %s: busy: %s\n", printable(o_.acquire.name).c_str(), acq.message.c_str());
+        if (!global_.quiet) {
+          std::fprintf(stderr, "redlock: %s: %s%s\n", printable(o_.acquire.name).c_str(),
+                       acq.outcome == AcquireOutcome::TimedOut ? "still busy when the wait ran out: " : "busy: ",
+                       acq.message.c_str());
+        }
         report_["reason"] = outcome_name(acq.outcome);
         report_["message"] = acq.message;
         return finish("busy", o_.acquire.conflict_exit_code);
@@ -182,9 +213,9 @@ class Runner {
         report_["servers"] = json_servers(acq.servers);
         return finish("no_quorum", exit_code::kNoQuorum);
       case AcquireOutcome::Interrupted:
-        // The contract's outcomes name no signal while waiting: busy, the wait having run out,
-        // and which signal ended it.
-        report_["reason"] = "timeout";
+        // The contract's outcomes name no signal while waiting: busy, the reason, and which
+        // signal ended the wait.
+        report_["reason"] = "interrupted";
         report_["interrupted_by"] = signal_name(stopped_by ? stopped_by : SIGTERM);
         return finish("busy", 128 + (stopped_by ? stopped_by : SIGTERM));
     }
@@ -383,9 +414,12 @@ class Runner {
   int exec_failed(const Child& child) {
     int status = child.exec_errno() == ENOENT ? exit_code::kNotFound : exit_code::kCannotExecute;
     const std::string& name = plan_.argv[0];
-    std::string message = (name.empty() ? "''" : printable(name)) + ": " +
-                          (status == exit_code::kNotFound ? "command not found" : std::strerror(child.exec_errno()));
-    std::fprintf(stderr, "redlock: error: %s\n", message.c_str());
+    // A name searched in PATH is "not found"; a path says what the system said of it.
+    const bool searched = name.find('/') == std::string::npos;
+    std::string message =
+        (name.empty() ? "''" : printable(name)) + ": " +
+        (status == exit_code::kNotFound && searched ? "command not found" : std::strerror(child.exec_errno()));
+    report_error(&report_, status, message);
     report_["message"] = message;
     report_["child_exit"] = status;
     return finish("error", status);
@@ -458,7 +492,7 @@ int run_run(const RunOptions& o, const GlobalOptions& global) {
     throw;
   }
   write_report(o.report, report, global, true);
-  if (global.json) print_json(report);
+  if (global.json) print_json_after_command(report);
   return status;
 }
 

@@ -13,15 +13,15 @@ namespace {
 
 [[noreturn]] void bad(std::string_view text, std::string_view what, std::string_view why) {
   usage_error(std::string(what) + ": '" + std::string(text) + "' " + std::string(why) +
-              " (expected NUMBER[ms|s|m|h], e.g. 30s, 250ms, 1.5)");
+              " (expected NUMBER[ms|s|m|h|d], or several as in 1m30s; e.g. 30s, 250ms, 1.5)");
 }
 
-}  // namespace
-
-Duration parse_duration(std::string_view text, std::string_view what) {
+// The length of the number at the start of TEXT (digits and at most one point), and whether it had
+// a digit.
+std::size_t number_length(std::string_view text, bool& digits) {
   std::size_t i = 0;
-  bool digits = false;
   bool point = false;
+  digits = false;
   for (; i < text.size(); ++i) {
     char c = text[i];
     if (c >= '0' && c <= '9') {
@@ -32,27 +32,40 @@ Duration parse_duration(std::string_view text, std::string_view what) {
       break;
     }
   }
+  return i;
+}
+
+// Milliseconds per UNIT; 0 for a unit that is not one.
+double unit_ms(std::string_view unit) {
+  constexpr std::pair<std::string_view, double> kUnits[] = {
+      {"ms", 1.0}, {"s", 1e3}, {"m", 60e3}, {"h", 3600e3}, {"d", 86400e3}};
+  for (const auto& [name, ms] : kUnits) {
+    if (unit == name) return ms;
+  }
+  return 0;
+}
+
+}  // namespace
+
+// NUMBER[UNIT] once, or NUMBER UNIT NUMBER UNIT … as Go and systemd write them (1m30s, 1h30m,
+// 1d12h); a bare number is seconds, and only alone.
+Duration parse_duration(std::string_view text, std::string_view what) {
   if (text.empty()) bad(text, what, "is empty");
   if (text[0] == '-') bad(text, what, "is negative");
-  if (!digits) bad(text, what, "is not a duration");
-
-  std::string_view unit = text.substr(i);
-  double scale_ms;
-  if (unit.empty() || unit == "s") {
-    scale_ms = 1e3;
-  } else if (unit == "ms") {
-    scale_ms = 1.0;
-  } else if (unit == "m") {
-    scale_ms = 60e3;
-  } else if (unit == "h") {
-    scale_ms = 3600e3;
-  } else {
-    bad(text, what, "has an unknown unit");
+  double ms = 0;
+  for (std::string_view rest = text; !rest.empty();) {
+    bool digits = false;
+    const std::size_t n = number_length(rest, digits);
+    if (!digits) bad(text, what, "is not a duration");
+    std::size_t u = n;
+    while (u < rest.size() && rest[u] >= 'a' && rest[u] <= 'z') ++u;
+    const std::string_view unit = rest.substr(n, u - n);
+    const bool alone = n == text.size();
+    const double scale = alone ? 1e3 : unit_ms(unit);
+    if (scale == 0) bad(text, what, unit.empty() ? "needs a unit after each number" : "has an unknown unit");
+    ms += std::strtod(std::string(rest.substr(0, n)).c_str(), nullptr) * scale;  // HUGE_VAL on overflow
+    rest = rest.substr(u);
   }
-
-  std::string number_text(text.substr(0, i));
-  double number = std::strtod(number_text.c_str(), nullptr);  // HUGE_VAL on overflow, caught below
-  double ms = number * scale_ms;
   if (!std::isfinite(ms) || ms > to_ms(kMaxDuration)) bad(text, what, "is too large (at most 87600h)");
   return std::chrono::duration_cast<Duration>(std::chrono::duration<double, std::milli>(ms));
 }

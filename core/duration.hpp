@@ -1,4 +1,4 @@
-// Durations as the command line writes them: NUMBER[ms|s|m|h], a bare number is seconds,
+// Durations as the command line writes them: NUMBER[ms|s|m|h|d] or several such (1m30s), a bare number is seconds,
 // fractions allowed ("0.5", "1.5s", "250ms").
 #pragma once
 

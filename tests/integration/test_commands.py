@@ -49,6 +49,20 @@ class Acquire(ClusterTest):
         self.assertFalse(j["acquired"])
         self.assertEqual(j["reason"], "timeout")
 
+    def test_a_wait_that_ran_out_is_worded_alike_by_acquire_and_run(self):
+        self.assertEqual(self.rl("acquire", "job").code, 0)
+        for args in (["acquire", "-w", "0.2", "job"], ["run", "-w", "0.2", "job", "true"]):
+            r = self.rl(*args)
+            self.assertEqual(r.code, 75, r)
+            self.assertRegex(r.stderr, r"^redlock: job: still busy when the wait ran out: ", r)
+
+    def test_version_in_json(self):
+        r = self.rl("--json", "--version")
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual(r.json()["version"], 1)
+        self.assertRegex(r.json()["redlock"], r"^\d+\.\d+\.\d+$")
+        self.assertEqual(self.rl("--version").stdout, "redlock %s\n" % r.json()["redlock"])
+
     def test_wait_takes_the_lock_when_it_expires(self):
         self.assertEqual(self.rl("acquire", "--ttl", "600ms", "job").code, 0)
         r = self.rl("--json", "acquire", "-w", "5s", "job")
@@ -95,7 +109,7 @@ class Acquire(ClusterTest):
                 out, _ = p.communicate(timeout=10)
                 self.assertEqual(p.returncode, 128 + sig)
                 j = json.loads(out)
-                self.assertEqual((j["acquired"], j["reason"], j["interrupted_by"]), (False, "timeout", sig.name), j)
+                self.assertEqual((j["acquired"], j["reason"], j["interrupted_by"]), (False, "interrupted", sig.name), j)
         self.assertEqual(self.cluster.values("job"), [token.encode()] * 5)
 
     def test_quorum_ok_counts_every_server_that_took_it(self):

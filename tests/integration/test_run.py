@@ -129,6 +129,46 @@ class ExitStatus(RunTest):
             self.assertEqual(r.code, 64, (args, r))
             self.assertTrue(r.stderr.startswith("redlock: error: "), r)
 
+    def test_a_command_on_the_command_line_beats_redlock_command(self):
+        r = self.rl("run", "job", "--", "echo", "argv", env={"REDLOCK_COMMAND": "echo env"})
+        self.assertEqual((r.code, r.stdout), (0, "argv\n"), r)
+        r = self.rl("run", "job", env={"REDLOCK_COMMAND": "echo env"})
+        self.assertEqual((r.code, r.stdout), (0, "env\n"), r)
+        r = self.rl("run", "job", "-c", "echo flag", "--", "echo", "argv")
+        self.assertEqual(r.code, 64, r)
+
+    def test_max_hold_shorter_than_min_hold_is_a_usage_error(self):
+        r = self.rl("run", "--min-hold", "5s", "--max-hold", "1s", "job", "true")
+        self.assertEqual((r.code, r.stderr), (64, "redlock: error: --max-hold 1s is shorter than --min-hold 5s\n"), r)
+        self.assertEqual(self.cluster.values("job"), [None] * 5)
+
+    def test_json_starts_on_a_line_of_its_own_after_the_commands_output(self):
+        for command, out in ((["printf", "abc"], "abc"), (["echo", "abc"], "abc\n")):
+            for to_file in (True, False):
+                with self.subTest(command=command, to_file=to_file):
+                    if to_file:
+                        path = self.path("out")
+                        with open(path, "w") as f:
+                            subprocess.run([redlock_binary(), "--json", "run", "job", "--"] + command, stdout=f,
+                                           env=clean_env({"REDLOCK_SERVERS": self.cluster.spec}), timeout=30)
+                        with open(path) as f:
+                            text = f.read()
+                    else:
+                        text = self.rl("--json", "run", "job", "--", *command).stdout
+                    # A regular file shows whether a line break is needed; on a pipe one comes first.
+                    before = out if to_file and out.endswith("\n") else out + "\n"
+                    self.assertTrue(text.startswith(before), text)
+                    self.assertEqual(json.loads(text[len(before):])["outcome"], "child_exited", text)
+
+    def test_command_not_found_carries_the_error_object(self):
+        for cmd, code, message in (("no-such-command-x", 127, "no-such-command-x: command not found"),
+                                   ("./no-such-file-x", 127, "./no-such-file-x: No such file or directory"),
+                                   (self.tmp, 126, "%s: Permission denied" % self.tmp)):
+            r = self.rl("--json", "run", "job", "--", cmd)
+            self.assertEqual(r.code, code, r)
+            self.assertEqual(r.json()["error"], {"code": code, "message": message}, r)
+            self.assertEqual(r.stderr, "redlock: error: %s\n" % message, r)
+
     def test_kill_after_longer_than_a_third_of_the_ttl_is_shortened_with_a_warning(self):
         r = self.rl("run", "--ttl", "3s", "-k", "5s", "job", "--", "true")
         self.assertEqual(r.code, 0, r)
@@ -278,7 +318,7 @@ class Signals(RunTest):
                 rep = self.report("r.json")
                 # Outcomes of the contract only: busy, the wait having run out, and by which signal.
                 self.assertEqual((rep["outcome"], rep["reason"], rep["interrupted_by"], rep["signal"]),
-                                 ("busy", "timeout", "SIG" + sig.name[3:], None), rep)
+                                 ("busy", "interrupted", "SIG" + sig.name[3:], None), rep)
 
 
     def test_a_second_signal_neither_kills_redlock_nor_loses_the_report(self):

@@ -17,6 +17,19 @@ TEST_CASE("durations: every unit, fractions, bare seconds") {
   CHECK(parse_duration("0", "--ttl") == 0s);
   CHECK(parse_duration(".25", "--ttl") == 250ms);
   CHECK(parse_duration("1.", "--ttl") == 1s);
+  CHECK(parse_duration("2d", "--ttl") == 48h);
+}
+
+TEST_CASE("durations: compound forms as Go and systemd write them") {
+  CHECK(parse_duration("1m30s", "--ttl") == 90s);
+  CHECK(parse_duration("1h30m", "--ttl") == 90min);
+  CHECK(parse_duration("1d12h", "--ttl") == 36h);
+  CHECK(parse_duration("1s500ms", "--ttl") == 1500ms);
+  CHECK(parse_duration("1.5m10s", "--ttl") == 100s);
+  for (const char* bad : {"1m30", "30 1m", "1m-30s", "1mm", "m1", "1m.s", "1m 30s", "1m30x"}) {
+    CAPTURE(bad);
+    CHECK_THROWS_AS(parse_duration(bad, "--ttl"), Error);
+  }
 }
 
 TEST_CASE("durations: bad input is a usage error that names the option") {
