@@ -370,7 +370,7 @@ class Tls(unittest.TestCase):
             outputs.append(self.rl(["rediss://:%s@127.0.0.1:%d" % (PASSWORD, self.plain[0].port)], *extra,
                                    "status", "job"))  # not a TLS port
         self.assertEqual(outputs[0].code, 69, outputs[0])
-        self.assertIn("rediss://:***@127.0.0.1:%d" % self.secret.port, outputs[4].stdout)
+        self.assertIn("rediss://***@127.0.0.1:%d" % self.secret.port, outputs[4].stdout)
         self.assertEqual(outputs[2].code, 69, outputs[2])
         self.assertIn("timed out", outputs[2].stdout + outputs[2].stderr)  # Redis waits for a line end
         for o in outputs:
