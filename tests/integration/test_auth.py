@@ -644,7 +644,7 @@ class Secrets(Servers):
         # Servers given with -S: REDLOCK_SERVERS is not set at all.
         blob = self.child_environment(["-S", self.spec], env)
         self.assertIn(b"REDLOCK_TOKEN=", blob)
-        self.assertNotIn(b"REDLOCK_PASSWORD", blob)
+        self.assertNotIn(b"REDLOCK_PASSWORD=", blob)  # REDLOCK_PASSWORD_FD names a descriptor
         self.assertClean(blob, "the child's environment")
         # With a password file, its path goes on (a nested redlock reads it) but never its content.
         pw = self.password_file(ENV_PASSWORD + "\n", 0o600)
