@@ -7,11 +7,14 @@
 #include <initializer_list>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "clock.hpp"
+#include "config.hpp"
+#include "fd.hpp"
 #include "keys.hpp"
 #include "redlock.hpp"
 #include "server_url.hpp"
@@ -43,6 +46,7 @@ struct GlobalOptions {
   // The command line's words up to "--", to tell an option given there from one that came from
   // the environment (see given_on_command_line).
   std::vector<std::string> words;
+  ConfigFile config;
 };
 
 // Whether one of NAMES ("-w", "--wait") is on the command line itself, not only in the
@@ -51,14 +55,38 @@ bool given_on_command_line(const GlobalOptions& options, std::initializer_list<s
 
 // Binds the global options (and their REDLOCK_* variables) to APP.
 void setup_global_options(CLI::App& app, GlobalOptions& options);
+// Every REDLOCK_* variable that an option of APP (and of its subcommands) reads, and those read
+// without CLI11 (REDLOCK_SERVERS, REDLOCK_PASSWORD): what a configuration file may set.
+std::set<std::string> option_variables(const CLI::App& app);
 
-// The servers from --servers, else REDLOCK_SERVERS, else redis://127.0.0.1:6379; checked for
-// duplicate addresses. Throws configuration errors.
+// The servers from --servers, else REDLOCK_SERVERS (also from the configuration file), else
+// redis://127.0.0.1:6379; checked for duplicate addresses. Throws configuration errors.
 std::vector<ServerUrl> configured_servers(const GlobalOptions& options);
 
+// The configured servers with their passwords, and the user and password of those whose URL names
+// none. A server's password: its URL's, else that of the enclosing run's URL for the same address
+// (REDLOCK_PASSWORD_FD). Else --password-file, REDLOCK_PASSWORD, the enclosing run's password
+// (REDLOCK_PASSWORD_FD), the configuration file's REDLOCK_PASSWORD, in this order.
+struct Credentials {
+  std::vector<ServerUrl> servers;
+  std::optional<std::string> user;
+  std::optional<std::string> password;
+};
+Credentials resolve_credentials(const GlobalOptions& options);
+
 // The transport for the configured servers, with credentials and TLS settings resolved (password
-// file permissions checked, REDLOCK_PASSWORD read). Warns once about --tls-insecure.
+// file permissions checked, REDLOCK_PASSWORD read). Warns once about --tls-insecure, and that no
+// servers are configured when none are (unless -q).
 std::unique_ptr<Transport> connect_servers(const GlobalOptions& options);
+
+// For `run`'s child: a sealed memfd holding the passwords of CREDENTIALS, not closed on exec, whose
+// number goes into the child's REDLOCK_PASSWORD_FD, so that a nested redlock authenticates as
+// this one does with no secret in the environment or on a command line. Invalid without passwords.
+Fd password_descriptor(const Credentials& credentials);
+
+// Where the settings that reach the servers came from (servers, password, user, timeout, prefix):
+// the command line, the environment, the configuration file (PATH:LINE) or the default; a line each.
+std::vector<std::string> setting_origins(const GlobalOptions& options);
 
 Duration request_timeout(const GlobalOptions& options);
 

@@ -7,6 +7,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
+#include <optional>
+#include <set>
 #include <string_view>
 #include <vector>
 
@@ -200,6 +203,31 @@ int checked_stdout(const std::string& command, int status) {
   return status == exit_code::kOk ? code : status;
 }
 
+using Setup = void (*)(CLI::App&, const GlobalOptions&, Action&);
+const std::pair<const char*, Setup> kCommands[] = {
+    {"acquire", setup_acquire}, {"extend", setup_extend}, {"release", setup_release},      {"status", setup_status},
+    {"run", setup_run},         {"doctor", setup_doctor}, {"completion", setup_completion}};
+
+// What a configuration file may set: the variables of every option of every command, found where
+// the options are defined. Those of APP (the command being run) first: building every command's
+// options costs more than most commands, so it is done only for a name APP does not know.
+std::function<bool(const std::string&)> option_variable_check(const CLI::App& app) {
+  return [&app, here = std::optional<std::set<std::string>>(),
+          all = std::optional<std::set<std::string>>()](const std::string& name) mutable {
+    if (!here) here = option_variables(app);
+    if (here->count(name)) return true;
+    if (!all) {
+      CLI::App every;
+      GlobalOptions global;
+      Action action;
+      setup_global_options(every, global);
+      for (const auto& [command, setup] : kCommands) setup(every, global, action);
+      all = option_variables(every);
+    }
+    return all->count(name) > 0;
+  };
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -219,10 +247,6 @@ int main(int argc, char** argv) {
   // Building a subcommand's options costs more than running most commands: build only the one
   // named on the command line, none for --version alone, and all of them for --help or a word
   // that names none.
-  using Setup = void (*)(CLI::App&, const GlobalOptions&, Action&);
-  static const std::pair<const char*, Setup> kCommands[] = {
-      {"acquire", setup_acquire}, {"extend", setup_extend}, {"release", setup_release},      {"status", setup_status},
-      {"run", setup_run},         {"doctor", setup_doctor}, {"completion", setup_completion}};
   std::string after_unknown;  // an unknown option just before WORD, whose value WORD may be
   const std::string word = first_word(argc, argv, &after_unknown);
   bool named = false;
@@ -236,6 +260,14 @@ int main(int argc, char** argv) {
     for (const auto& [name, setup] : kCommands) setup(app, global, action);
   }
 
+  if (!(word.empty() && wants_version(argc, argv))) {
+    // Before parsing: its settings are read as the environment's are, below them.
+    try {
+      global.config = load_config_file(option_variable_check(app));
+    } catch (const Error& e) {
+      return fail(wants_json(argc, argv), named ? word : "", exit_code::kConfig, e.what());
+    }
+  }
   std::vector<std::string> words(argv, argv + argc);
   if (word == "run")
     words = end_run_options(*app.get_subcommand("run"), words, static_cast<std::size_t>(command_index(argc, argv)));

@@ -354,13 +354,20 @@ class Runner {
   }
 
   // How this run reaches its servers, for nested calls in the child, as REDLOCK_* variables: the
-  // servers without any password (a nested call reads it from the password file, whose path goes
-  // on), the prefix (else a nested run of NAME names another key), the timeout, the user and TLS.
-  // REDLOCK_PASSWORD is removed.
-  void connection_for_child(ChildSpec& spec) const {
+  // servers without any password, the prefix (else a nested run of NAME names another key), the
+  // timeout, the user and TLS. The passwords go in a sealed memfd named by REDLOCK_PASSWORD_FD (a
+  // password file's path goes on too); REDLOCK_PASSWORD is removed.
+  void connection_for_child(ChildSpec& spec) {
+    const Credentials credentials = resolve_credentials(global_);
     std::string list;
-    for (const auto& s : configured_servers(global_)) list += (list.empty() ? "" : ",") + s.without_password();
+    for (const auto& s : credentials.servers) list += (list.empty() ? "" : ",") + s.without_password();
     spec.set_env.emplace_back("REDLOCK_SERVERS", list);
+    passwords_ = password_descriptor(credentials);
+    if (passwords_) {
+      spec.set_env.emplace_back("REDLOCK_PASSWORD_FD", std::to_string(passwords_.get()));
+    } else {
+      spec.unset_env.emplace_back("REDLOCK_PASSWORD_FD");
+    }
     spec.set_env.emplace_back("REDLOCK_TIMEOUT", global_.timeout);
     spec.unset_env.push_back("REDLOCK_PASSWORD");
     const std::pair<const char*, const std::string*> settings[] = {
@@ -472,6 +479,7 @@ class Runner {
   std::unique_ptr<Transport> transport_;
   std::unique_ptr<Redlock> redlock_;
   SignalCatcher* signals_;
+  Fd passwords_;  // the child's REDLOCK_PASSWORD_FD
 };
 
 int run_run(const RunOptions& o, const GlobalOptions& global) {

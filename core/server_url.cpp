@@ -12,8 +12,6 @@
 
 namespace redlock {
 
-namespace {
-
 // Percent-decoding for the user and password parts, so that ':' and '@' can be written.
 std::string percent_decode(std::string_view text, std::string_view what) {
   std::string out;
@@ -37,6 +35,26 @@ std::string percent_decode(std::string_view text, std::string_view what) {
   return out;
 }
 
+// The inverse of percent_decode, for what may be read back: ':', '@', '%', separators and control
+// characters escaped.
+std::string percent_encode(std::string_view text) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (char c : text) {
+    auto u = static_cast<unsigned char>(c);
+    if (u <= ' ' || u >= 0x7f || c == '%' || c == ':' || c == '@' || c == '/' || c == ',') {
+      out += '%';
+      out += kHex[u >> 4];
+      out += kHex[u & 15];
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+namespace {
+
 int parse_number(std::string_view text, int low, int high, const std::string& what, const std::string& shown) {
   int value = 0;
   auto res = std::from_chars(text.data(), text.data() + text.size(), value);
@@ -46,24 +64,24 @@ int parse_number(std::string_view text, int low, int high, const std::string& wh
   return value;
 }
 
-// Splits "[user]:password@rest" off the front; the password never goes into a message.
+// Splits "[[user]:]password@rest" off the front, read as redis-cli reads it: "password@",
+// "user:password@" or ":password@". The password never goes into a message.
 void parse_userinfo(std::string_view& rest, ServerUrl& url) {
   auto at = rest.rfind('@');
   if (at == std::string_view::npos) return;
   std::string_view userinfo = rest.substr(0, at);
   rest.remove_prefix(at + 1);
   auto colon = userinfo.find(':');
-  if (colon == std::string_view::npos) {
-    // "user@host": a user without a password.
-    if (!userinfo.empty()) url.user = percent_decode(userinfo, "user");
-    return;
+  std::string_view password = userinfo;
+  if (colon != std::string_view::npos) {
+    std::string_view user = userinfo.substr(0, colon);
+    if (!user.empty()) url.user = percent_decode(user, "user");
+    password = userinfo.substr(colon + 1);
   }
-  std::string_view user = userinfo.substr(0, colon);
-  if (!user.empty()) url.user = percent_decode(user, "user");
   // "redis://:@host" or "redis://user:@host" gives no password (as redis-py and go-redis read it):
   // the password then comes from --password-file or REDLOCK_PASSWORD, if any.
-  auto password = percent_decode(userinfo.substr(colon + 1), "password");
-  if (!password.empty()) url.password = std::move(password);
+  auto decoded = percent_decode(password, "password");
+  if (!decoded.empty()) url.password = std::move(decoded);
 }
 
 void parse_host_port(std::string_view hostport, ServerUrl& url, const std::string& shown) {
@@ -127,11 +145,11 @@ std::string ServerUrl::format(bool mark_password) const {
       out = "unix://";
       break;
   }
-  if (user || (password && mark_password)) {
-    if (user) out += *user;
-    if (password && mark_password) out += ":***";
-    out += "@";
-  }
+  // "user:***@", "***@", and "user:@" for a user whose password comes from elsewhere ("user@"
+  // would read as a password).
+  if (user) out += percent_encode(*user) + ":";
+  if (password && mark_password) out += "***";
+  if (user || (password && mark_password)) out += "@";
   if (scheme == Scheme::Unix) {
     out += path;
     if (db != 0) out.append("?db=").append(std::to_string(db));
@@ -186,7 +204,9 @@ ServerUrl parse_server_url(std::string_view text) {
   parse_userinfo(rest, url);
   // What messages may show of TEXT: everything but the password.
   std::string shown = scheme.empty() ? "" : scheme + "://";
-  if (url.user || url.password) shown += (url.user ? *url.user : "") + (url.password ? ":***" : "") + "@";
+  if (url.user) shown += percent_encode(*url.user) + ":";
+  if (url.password) shown += "***";
+  if (url.user || url.password) shown += "@";
   shown += std::string(rest);
 
   if (url.scheme == ServerUrl::Scheme::Unix) {

@@ -1,6 +1,7 @@
 // One configured Redis master, parsed from the URL forms of the command line contract:
 //   redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]   rediss://… (TLS)
-//   unix://[[USER]:PASSWORD@]/PATH[?db=N]         HOST:PORT
+//   unix://[[USER]:PASSWORD@]/PATH[?db=N]         [[USER]:PASSWORD@]HOST:PORT
+// The user information is read as redis-cli reads it: "PASSWORD@" alone is a password, not a user.
 #pragma once
 
 #include <optional>
@@ -21,9 +22,11 @@ struct ServerUrl {
   std::optional<std::string> password;
   int db = 0;
 
-  // The URL with the password shown as "***": the only form that may be printed.
+  // The URL with the password shown as "***" ("redis://***@h:1", "redis://user:***@h:1"): the only
+  // form that may be printed.
   std::string redacted() const;
-  // The URL without its password (the user stays): what may be handed on to a child process.
+  // The URL without its password, the user kept as "user:@": what may be handed on to a child
+  // process, and parses back to the same server and user.
   std::string without_password() const;
   // What makes two entries the same server before connecting: "tcp:host:port" or "unix:path".
   std::string address() const;
@@ -31,6 +34,12 @@ struct ServerUrl {
  private:
   std::string format(bool mark_password) const;
 };
+
+// RFC 3986 escapes for user information: percent_encode escapes what would end it or split a server
+// list (':', '@', '/', ',', '%', white space, control characters); percent_decode throws a
+// configuration error naming WHAT on a bad escape, without showing TEXT.
+std::string percent_encode(std::string_view text);
+std::string percent_decode(std::string_view text, std::string_view what);
 
 // Throws a configuration error that says what is wrong with TEXT (without echoing a password).
 ServerUrl parse_server_url(std::string_view text);

@@ -5,6 +5,7 @@ Every server is started by us, from a throw-away directory, and killed by its pr
 end; every wait is bounded in time.
 """
 
+import atexit
 import json
 import os
 import shutil
@@ -396,8 +397,15 @@ class Result:
         return "<exit %s in %.3fs stdout=%r stderr=%r>" % (self.code, self.elapsed, self.out[:500], self.err[:500])
 
 
+# An empty configuration directory for every run of the binary: a ~/.config/redlock/config of the
+# user running the tests must not change what they see (tests of the file make their own).
+NO_CONFIG_HOME = tempfile.mkdtemp(prefix="redlock-no-config-")
+atexit.register(shutil.rmtree, NO_CONFIG_HOME, ignore_errors=True)
+
+
 def clean_env(extra=None):
     env = {k: v for k, v in os.environ.items() if not k.startswith("REDLOCK_")}
+    env["XDG_CONFIG_HOME"] = NO_CONFIG_HOME
     env.update(extra or {})
     return env
 

@@ -32,7 +32,8 @@ def stop(proc):
 def url(server, password=None, user=None, host="127.0.0.1", scheme="redis"):
     auth = ""
     if password is not None or user is not None:
-        auth = "%s:%s@" % (user or "", password or "") if password is not None else "%s@" % user
+        # A user alone is written "user:@": "user@" is a password, as redis-cli reads it.
+        auth = "%s:%s@" % (user or "", password or "")
     return "%s://%s%s:%d" % (scheme, auth, host, server.port)
 
 
@@ -210,7 +211,7 @@ class Passwords(Servers):
         self.assertNotIn(WRONG, r.stdout + r.stderr)
         r = self.rl(only, "status", "job")
         self.assertEqual(r.code, 69, r)
-        self.assertIn("redis://:***@127.0.0.1:%d  auth" % self.servers[0].port, r.stdout)
+        self.assertIn("redis://***@127.0.0.1:%d  auth" % self.servers[0].port, r.stdout)
         self.assertIn("WRONGPASS", r.stdout)
         self.assertNotIn(WRONG, r.stdout + r.stderr)
         # One wrong password of three: the lock still works, and the JSON says which and why.
@@ -223,7 +224,7 @@ class Passwords(Servers):
         st = self.rl(urls, "--json", "status", "job")
         self.assertEqual(st.code, 0, st)
         first = st.json()["servers"][0]
-        self.assertEqual(first["server"], "redis://:***@127.0.0.1:%d" % self.servers[0].port)
+        self.assertEqual(first["server"], "redis://***@127.0.0.1:%d" % self.servers[0].port)
         self.assertEqual((first["ok"], first["result"]), (False, "auth"))
         self.assertIn("WRONGPASS", first["error"])
         self.assertNotIn(WRONG.encode(), r.out + r.err + st.out + st.err)
@@ -232,7 +233,7 @@ class Passwords(Servers):
     def test_a_refused_server_is_named_in_the_plain_error(self):
         r = self.rl([url(self.servers[0], WRONG)], "acquire", "job")
         self.assertEqual(r.code, 69, r)
-        self.assertIn("redis://:***@127.0.0.1:%d" % self.servers[0].port, r.stderr)
+        self.assertIn("redis://***@127.0.0.1:%d" % self.servers[0].port, r.stderr)
 
 
 ALICE = "Pw-alice-7e2a90c4"
@@ -627,7 +628,7 @@ class Secrets(Servers):
                 self.assertClean(r.out + r.err, (args, r))
         # The URLs were shown, redacted.
         shown = b"".join(r.out + r.err for _, r in results if not isinstance(r, bytes))
-        self.assertIn(b"redis://:***@127.0.0.1:%d" % self.servers[0].port, shown)
+        self.assertIn(b"redis://***@127.0.0.1:%d" % self.servers[0].port, shown)
         self.assertIn(b"redis://127.0.0.1:%d" % self.servers[2].port, shown)
 
     def child_environment(self, args, env):
@@ -643,7 +644,7 @@ class Secrets(Servers):
         # Servers given with -S: REDLOCK_SERVERS is not set at all.
         blob = self.child_environment(["-S", self.spec], env)
         self.assertIn(b"REDLOCK_TOKEN=", blob)
-        self.assertNotIn(b"REDLOCK_PASSWORD", blob)
+        self.assertNotIn(b"REDLOCK_PASSWORD=", blob)  # REDLOCK_PASSWORD_FD names a descriptor
         self.assertClean(blob, "the child's environment")
         # With a password file, its path goes on (a nested redlock reads it) but never its content.
         pw = self.password_file(ENV_PASSWORD + "\n", 0o600)

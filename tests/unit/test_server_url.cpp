@@ -35,7 +35,36 @@ TEST_CASE("server URLs: every form of the contract") {
     auto user_only = parse_server_url("redis://alice:@h:1");
     CHECK(*user_only.user == "alice");
     CHECK_FALSE(user_only.password);
-    CHECK(user_only.redacted() == "redis://alice@h:1");
+    CHECK(user_only.redacted() == "redis://alice:@h:1");
+    CHECK(user_only.without_password() == "redis://alice:@h:1");
+  }
+  SUBCASE("user information is read as redis-cli reads it: a lone word before '@' is a password") {
+    for (const char* text : {"redis://s3cr3t@h:1", "s3cr3t@h:1", "rediss://s3cr3t@h:1", "unix://s3cr3t@/s"}) {
+      CAPTURE(text);
+      auto u = parse_server_url(text);
+      CHECK_FALSE(u.user);
+      CHECK(*u.password == "s3cr3t");
+      CHECK(u.redacted().find("s3cr3t") == std::string::npos);
+      CHECK(u.without_password().find("s3cr3t") == std::string::npos);
+    }
+    auto both = parse_server_url("u:s3cr3t@h:1");
+    CHECK(*both.user == "u");
+    CHECK(*both.password == "s3cr3t");
+    auto tls = parse_server_url("rediss://:s3cr3t@h:1");
+    CHECK_FALSE(tls.user);
+    CHECK(*tls.password == "s3cr3t");
+  }
+  SUBCASE("the form handed to a child parses back to the same server and user, without the password") {
+    for (const char* text : {"redis://a%3Ab%40c:pw@h:1/2", "pw@h:1", "unix://u:pw@/s?db=3", "rediss://u:@[::1]:4"}) {
+      CAPTURE(text);
+      auto u = parse_server_url(text);
+      auto back = parse_server_url(u.without_password());
+      CHECK(back.address() == u.address());
+      CHECK(back.user == u.user);
+      CHECK(back.db == u.db);
+      CHECK(back.scheme == u.scheme);
+      CHECK_FALSE(back.password);
+    }
   }
   SUBCASE("percent escapes let a password hold ':' and '@'") {
     auto u = parse_server_url("redis://u:a%3Ab%40c@h");
@@ -90,6 +119,9 @@ TEST_CASE("server URLs: mistakes are configuration errors that never show the pa
                           "redis://u:%zz@h",
                           "redis://u:%4@h",
                           "redis://u:pw@h:1?db=2",
+                          "redis://pw@h:99999",
+                          "pw@h:1/2",
+                          "unix://pw@relative",
                           "rediss://h#x",
                           "h:1?x",
                           "unix:///p?db=2&x=1"}) {
@@ -117,6 +149,7 @@ TEST_CASE("server URLs: a query or fragment is named as what is wrong") {
         "unexpected '?db=1' in server URL 'redis://h:7001?db=1' (a query is for unix:// only, as ?db=N; give the "
         "database as redis://HOST:PORT/DB)");
   CHECK(message("redis://u:p?w@h:1/2#x").find("unexpected '#x' in server URL 'redis://u:***@h:1/2#x'") == 0);
+  CHECK(message("redis://p?w@h:1/2#x").find("unexpected '#x' in server URL 'redis://***@h:1/2#x'") == 0);
   CHECK(message("unix:///s?db=2&x=1").find("unknown query 'db=2&x=1'") == 0);
   // A password may hold them: they count only after the '@'.
   CHECK(parse_server_url("redis://u:p?w#d@h:1").password == "p?w#d");
@@ -124,7 +157,12 @@ TEST_CASE("server URLs: a query or fragment is named as what is wrong") {
 
 TEST_CASE("server URLs: redacted form hides the password") {
   CHECK(parse_server_url("redis://alice:s3cret@h:1/2").redacted() == "redis://alice:***@h:1/2");
-  CHECK(parse_server_url("redis://:s3cret@h").redacted() == "redis://:***@h:6379");
+  CHECK(parse_server_url("redis://:s3cret@h").redacted() == "redis://***@h:6379");
+  CHECK(parse_server_url("redis://s3cret@h").redacted() == "redis://***@h:6379");
+  CHECK(parse_server_url("s3cret@h:5").redacted() == "redis://***@h:5");
+  CHECK(parse_server_url("unix://s3cret@/s").redacted() == "unix://***@/s");
+  // A user name is shown, escaped where it would end the user information or a line.
+  CHECK(parse_server_url("redis://a%40b%0A:pw@h:1").redacted() == "redis://a%40b%0A:***@h:1");
   CHECK(parse_server_url("rediss://h").redacted() == "rediss://h:6379");
   CHECK(parse_server_url("[::1]:7").redacted() == "redis://[::1]:7");
   CHECK(parse_server_url("unix://u:p@/s?db=3").redacted() == "unix://u:***@/s?db=3");
@@ -149,7 +187,8 @@ TEST_CASE("server lists split on commas and whitespace") {
   // A separator inside a password stays there: the piece after it has an '@' and no scheme.
   CHECK(split_server_list("redis://:hunter,2@h:1, redis://u:a b,,c@h:2 h:3") ==
         std::vector<std::string>{"redis://:hunter,2@h:1", "redis://u:a b,,c@h:2", "h:3"});
-  // A URL that is a server on its own keeps its place ("u:p@b:2" is then a bare server with a user).
+  // A URL that is a server on its own keeps its place ("u:p@b:2" is then a bare server with a user
+  // and a password).
   CHECK(split_server_list("redis://a:1,u:p@b:2") == std::vector<std::string>{"redis://a:1", "u:p@b:2"});
   auto url = parse_server_url(split_server_list("rediss://u:p, q@h:7")[0]);
   CHECK(*url.password == "p, q");
