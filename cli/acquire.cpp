@@ -22,6 +22,7 @@
 namespace redlock::cli {
 
 void write_token_file(const std::string& path, const std::string& token) {
+  if (path.empty()) return;
   if (int err = write_private_file(path, token + "\n")) {
     config_error("--token-file '" + printable(path) + "': " + std::strerror(err));
   }
@@ -153,118 +154,157 @@ const char* reentry_refusal(const StatusResult& s) {
   return s.no_quorum ? "no quorum to check the enclosing run's lock" : "the enclosing run no longer holds the lock";
 }
 
+void say_busy(const GlobalOptions& global, const std::string& name, const AcquireResult& r) {
+  if (global.json || global.quiet) return;
+  std::fprintf(
+      stderr, "redlock: %s: %s%s\n", printable(name).c_str(),
+      r.outcome == AcquireOutcome::TimedOut ? "still busy when the wait ran out: " : "busy: ", r.message.c_str());
+}
+
+void write_token_file_or_give_back(const std::string& path, const std::string& token,
+                                   const std::function<void()>& give_back) {
+  if (path.empty()) return;
+  try {
+    write_token_file(path, token);
+  } catch (const Error&) {
+    give_back();  // a lock nobody can name is given back
+    throw;
+  }
+}
+
 namespace {
+
+// The answer of a nested acquire: nothing was taken, and the validity is what the enclosing
+// holder's lock has left, as a quorum reported it, less the time since and the drift allowance.
+void json_reentry(Json& j, const AcquirePlan& plan, const StatusResult& s) {
+  const bool held = s.state == LockState::Held;
+  j["acquired"] = held;
+  j["nested"] = true;
+  if (!held) j["reason"] = s.no_quorum ? "no_quorum" : "busy";
+  j["token"] = held ? Json(plan.spec.token) : Json(nullptr);
+  auto fence = reentry_fence(plan);
+  j["fence"] = held && fence ? Json(*fence) : Json(nullptr);
+  j["ttl_ms"] = std::chrono::duration_cast<std::chrono::milliseconds>(plan.spec.ttl).count();
+  if (held && s.ttl_ms >= 0) {
+    Duration left = std::chrono::milliseconds(s.ttl_ms) - s.elapsed -
+                    drift_allowance(std::chrono::milliseconds(s.ttl_ms), plan.spec.drift);
+    j["validity_ms"] = json_ms(std::max(left, Duration::zero()));
+  } else {
+    j["validity_ms"] = held ? Json(nullptr) : Json(0.0);
+  }
+  j["elapsed_ms"] = json_ms(s.elapsed);
+  j["attempts"] = 1;
+  j["quorum"] = json_quorum(s.tally);
+  j["servers"] = json_servers(s.servers);
+}
+
+int answer_reentry(const AcquireOptions& o, const GlobalOptions& global, const AcquirePlan& plan, const StatusResult& s,
+                   Json& j) {
+  const bool held = s.state == LockState::Held;
+  if (held) write_token_file(o.token_file, plan.spec.token);
+  if (global.json) {
+    json_reentry(j, plan, s);
+    if (s.no_quorum) no_quorum(&j, o.name, reentry_refusal(s));
+    print_json(j);
+  } else if (held) {
+    print_line(plan.spec.token);
+  } else if (s.no_quorum) {
+    no_quorum(nullptr, o.name, reentry_refusal(s));
+  }
+  if (held) return exit_code::kOk;
+  if (s.no_quorum) return exit_code::kNoQuorum;
+  if (!global.json && !global.quiet)
+    std::fprintf(stderr, "redlock: %s: %s\n", printable(o.name).c_str(), reentry_refusal(s));
+  return o.conflict_exit_code;
+}
+
+// One acquisition by the acquire command: taken, then given back if it cannot be kept (a signal
+// while the last attempt was out, a token file or stdout that cannot be written).
+class Acquisition {
+ public:
+  Acquisition(const AcquireOptions& o, const GlobalOptions& global, AcquirePlan& plan, Transport& transport,
+              Redlock& redlock)
+      : o_(o), global_(global), plan_(plan), transport_(transport), redlock_(redlock) {}
+
+  int run(Json& j) {
+    SignalCatcher signals({SIGINT, SIGTERM, SIGHUP});
+    transport_.set_wait_sigmask(&signals.wait_mask());
+    plan_.wait.interrupted = [&signals] { return signals.pending({SIGINT, SIGTERM, SIGHUP}); };
+    AcquireResult r = redlock_.acquire(plan_.spec, plan_.wait);
+    verbose_servers(global_, r.servers);
+    const int stopped_by = signals.first_caught({SIGINT, SIGTERM, SIGHUP});
+    if (r.outcome == AcquireOutcome::Acquired && stopped_by) {
+      give_back();  // stopped while the last attempt was out
+      r.outcome = AcquireOutcome::Interrupted;
+    }
+    if (r.outcome == AcquireOutcome::Acquired)
+      write_token_file_or_give_back(o_.token_file, r.token, [this] { give_back(); });
+    transport_.flush(Clock::now() + request_timeout(global_));
+    deliver(j, r, stopped_by ? stopped_by : SIGTERM);
+    return exit_status(r, stopped_by ? stopped_by : SIGTERM);
+  }
+
+ private:
+  // A lock this command cannot keep goes back rather than to its TTL. As in run, only until a
+  // quorum released: a frozen server has its release on the way.
+  void give_back() {
+    redlock_.release(plan_.spec.keys, plan_.spec.token, false, Redlock::ReleaseWait::Outcome);
+    transport_.flush(Clock::now() + request_timeout(global_));
+  }
+
+  void deliver(Json& j, const AcquireResult& r, int signal) {
+    // A reader that went away must fail the write (EPIPE), not kill us with the lock held.
+    std::signal(SIGPIPE, SIG_IGN);
+    bool delivered = true;
+    if (global_.json) {
+      json_acquisition(j, r);
+      if (r.outcome == AcquireOutcome::Interrupted) j["interrupted_by"] = signal_name(signal);
+      if (r.outcome == AcquireOutcome::NoQuorum) no_quorum(&j, o_.name, "no quorum: " + r.message);
+      delivered = print_json(j);
+    } else if (r.outcome == AcquireOutcome::Acquired) {
+      delivered = print_line(r.token);
+    }
+    if (r.outcome == AcquireOutcome::Acquired && !delivered) {
+      // Nobody has seen the token, so nobody could release the lock before its TTL: give it back.
+      int err = errno;
+      give_back();
+      config_error(std::string("stdout: ") + std::strerror(err) + "; the lock was given back");
+    }
+  }
+
+  int exit_status(const AcquireResult& r, int signal) const {
+    switch (r.outcome) {
+      case AcquireOutcome::Acquired:
+        verbose(global_, 1,
+                "acquired " + printable(o_.name) + " on " + std::to_string(r.tally.yes) + " of " +
+                    std::to_string(r.tally.total) + " servers, fence " + std::to_string(r.fence));
+        return exit_code::kOk;
+      case AcquireOutcome::Busy:
+      case AcquireOutcome::TimedOut:
+        say_busy(global_, o_.name, r);
+        return o_.conflict_exit_code;
+      case AcquireOutcome::NoQuorum:
+        return global_.json ? exit_code::kNoQuorum : no_quorum(nullptr, o_.name, "no quorum: " + r.message);
+      case AcquireOutcome::Interrupted:
+        return 128 + signal;
+    }
+    return exit_code::kInternal;
+  }
+
+  const AcquireOptions& o_;
+  const GlobalOptions& global_;
+  AcquirePlan& plan_;
+  Transport& transport_;
+  Redlock& redlock_;
+};
 
 int run_acquire(const AcquireOptions& o, const GlobalOptions& global) {
   AcquirePlan plan = plan_acquire(o, global);
   auto transport = connect_servers(global);
   Redlock redlock(*transport, request_timeout(global));
   Json j = json_head("acquire", o.name, plan.spec.keys.lock);
-
-  if (auto reentered = reentry_status(redlock, plan)) {
-    const StatusResult& s = *reentered;
-    bool held = s.state == LockState::Held;
-    if (held && !o.token_file.empty()) write_token_file(o.token_file, plan.spec.token);
-    if (global.json) {
-      j["acquired"] = held;
-      j["nested"] = true;
-      if (!held) j["reason"] = s.no_quorum ? "no_quorum" : "busy";
-      j["token"] = held ? Json(plan.spec.token) : Json(nullptr);
-      auto fence = reentry_fence(plan);
-      j["fence"] = held && fence ? Json(*fence) : Json(nullptr);
-      j["ttl_ms"] = std::chrono::duration_cast<std::chrono::milliseconds>(plan.spec.ttl).count();
-      // Nothing was taken: the validity is what the enclosing holder's lock has left, as a quorum
-      // reported it, less the time since and the drift allowance.
-      if (held && s.ttl_ms >= 0) {
-        Duration left = std::chrono::milliseconds(s.ttl_ms) - s.elapsed -
-                        drift_allowance(std::chrono::milliseconds(s.ttl_ms), plan.spec.drift);
-        j["validity_ms"] = json_ms(std::max(left, Duration::zero()));
-      } else {
-        j["validity_ms"] = held ? Json(nullptr) : Json(0.0);
-      }
-      j["elapsed_ms"] = json_ms(s.elapsed);
-      j["attempts"] = 1;
-      j["quorum"] = json_quorum(s.tally);
-      j["servers"] = json_servers(s.servers);
-      if (s.no_quorum) no_quorum(&j, o.name, reentry_refusal(s));
-      print_json(j);
-    } else if (held) {
-      std::printf("%s\n", plan.spec.token.c_str());
-    } else if (s.no_quorum) {
-      no_quorum(nullptr, o.name, reentry_refusal(s));
-    }
-    if (held) return exit_code::kOk;
-    if (s.no_quorum) return exit_code::kNoQuorum;
-    if (!global.json && !global.quiet) {
-      std::fprintf(stderr, "redlock: %s: %s\n", printable(o.name).c_str(), reentry_refusal(s));
-    }
-    return o.conflict_exit_code;
-  }
-
-  SignalCatcher signals({SIGINT, SIGTERM, SIGHUP});
-  transport->set_wait_sigmask(&signals.wait_mask());
-  plan.wait.interrupted = [&signals] { return signals.pending({SIGINT, SIGTERM, SIGHUP}); };
-
-  AcquireResult r = redlock.acquire(plan.spec, plan.wait);
-  verbose_servers(global, r.servers);
-  // A lock this command cannot keep goes back rather than to its TTL. As in run, only until a
-  // quorum released: a frozen server has its release on the way.
-  auto give_back = [&] {
-    redlock.release(plan.spec.keys, plan.spec.token, false, Redlock::ReleaseWait::Outcome);
-    transport->flush(Clock::now() + request_timeout(global));
-  };
-  int stopped_by = signals.first_caught({SIGINT, SIGTERM, SIGHUP});
-  if (r.outcome == AcquireOutcome::Acquired && stopped_by) {
-    give_back();  // stopped while the last attempt was out
-    r.outcome = AcquireOutcome::Interrupted;
-  }
-  if (r.outcome == AcquireOutcome::Acquired && !o.token_file.empty()) {
-    try {
-      write_token_file(o.token_file, r.token);
-    } catch (const Error&) {
-      give_back();
-      throw;
-    }
-  }
-  transport->flush(Clock::now() + request_timeout(global));
-
-  // A reader that went away must fail the write (EPIPE), not kill us with the lock held.
-  std::signal(SIGPIPE, SIG_IGN);
-  bool delivered = true;
-  if (global.json) {
-    json_acquisition(j, r);
-    if (r.outcome == AcquireOutcome::Interrupted) j["interrupted_by"] = signal_name(stopped_by ? stopped_by : SIGTERM);
-    if (r.outcome == AcquireOutcome::NoQuorum) no_quorum(&j, o.name, "no quorum: " + r.message);
-    delivered = print_json(j);
-  } else if (r.outcome == AcquireOutcome::Acquired) {
-    delivered = print_line(r.token);
-  }
-  if (r.outcome == AcquireOutcome::Acquired && !delivered) {
-    // Nobody has seen the token, so nobody could release the lock before its TTL: give it back.
-    int err = errno;
-    give_back();
-    config_error(std::string("stdout: ") + std::strerror(err) + "; the lock was given back");
-  }
-  switch (r.outcome) {
-    case AcquireOutcome::Acquired:
-      verbose(global, 1,
-              "acquired " + printable(o.name) + " on " + std::to_string(r.tally.yes) + " of " +
-                  std::to_string(r.tally.total) + " servers, fence " + std::to_string(r.fence));
-      return exit_code::kOk;
-    case AcquireOutcome::Busy:
-    case AcquireOutcome::TimedOut:
-      if (!global.json && !global.quiet) {
-        std::fprintf(
-            stderr, "redlock: %s: %s%s\n", printable(o.name).c_str(),
-            r.outcome == AcquireOutcome::TimedOut ? "still busy when the wait ran out: " : "busy: ", r.message.c_str());
-      }
-      return o.conflict_exit_code;
-    case AcquireOutcome::NoQuorum:
-      return global.json ? exit_code::kNoQuorum : no_quorum(nullptr, o.name, "no quorum: " + r.message);
-    case AcquireOutcome::Interrupted:
-      return 128 + (stopped_by ? stopped_by : SIGTERM);
-  }
-  return exit_code::kInternal;
+  if (auto reentered = reentry_status(redlock, plan)) return answer_reentry(o, global, plan, *reentered, j);
+  return Acquisition(o, global, plan, *transport, redlock).run(j);
 }
 
 }  // namespace

@@ -42,6 +42,12 @@ struct AcquirePlan {
 };
 
 void add_acquire_options(CLI::App& sub, AcquireOptions& options);
+// "NAME: busy: …" or "NAME: still busy when the wait ran out: …" on stderr, unless -q or --json.
+void say_busy(const GlobalOptions& global, const std::string& name, const AcquireResult& r);
+// write_token_file, and when it fails, GIVE_BACK before the configuration error goes on. Nothing
+// when PATH is empty.
+void write_token_file_or_give_back(const std::string& path, const std::string& token,
+                                   const std::function<void()>& give_back);
 // --token-file: TOKEN written to PATH with mode 0600 from the first byte (a private temporary file
 // in the same directory, renamed over PATH); a configuration error (78) when it cannot be.
 void write_token_file(const std::string& path, const std::string& token);

@@ -166,6 +166,23 @@ class Runner {
   }
 
   int run_locked() {
+    int stopped_by = 0;
+    AcquireResult acq = take_lock(stopped_by);
+    if (acq.outcome != AcquireOutcome::Acquired) return refused(acq, stopped_by);
+    // A lock nobody can name is given back, and CMD never runs.
+    write_token_file_or_give_back(o_.acquire.token_file, acq.token, [&] {
+      release(acq.token);
+      transport_->flush(Clock::now() + request_timeout(global_));
+    });
+    report_["token"] = acq.token;
+    report_["fence"] = acq.fence;
+    verbose(global_, 1, "acquired " + printable(o_.acquire.name) + ", fence " + std::to_string(acq.fence));
+    return hold(acq);
+  }
+
+  // Waits for the lock; STOPPED_BY is the signal that ended the wait, if one did (a lock taken as
+  // it came is given back: Interrupted).
+  AcquireResult take_lock(int& stopped_by) {
     AcquirePlan& ap = plan_.acquire;
     ap.wait.interrupted = [this] { return signals_->pending(kStopWaiting); };
     AcquireResult acq = redlock_->acquire(ap.spec, ap.wait);
@@ -181,10 +198,8 @@ class Runner {
     report_["renewals"] = 0;
     report_["child_exit"] = nullptr;
     report_["signal"] = nullptr;
-
     // The signals that came while waiting were for redlock: TERM, INT and HUP end the wait, and
     // QUIT, USR1 and USR2 are dropped rather than delivered to the command the moment it starts.
-    int stopped_by = 0;
     for (const auto& caught : signals_->take()) {
       bool stops = std::find(kStopWaiting.begin(), kStopWaiting.end(), caught.sig) != kStopWaiting.end();
       if (stops && !stopped_by) stopped_by = caught.sig;
@@ -194,19 +209,12 @@ class Runner {
       release(ap.spec.token);
       acq.outcome = AcquireOutcome::Interrupted;
     }
+    return acq;
+  }
+
+  // A lock not taken: busy, no quorum, or a wait a signal ended.
+  int refused(const AcquireResult& acq, int stopped_by) {
     switch (acq.outcome) {
-      case AcquireOutcome::Acquired:
-        break;
-      case AcquireOutcome::Busy:
-      case AcquireOutcome::TimedOut:
-        if (!global_.quiet) {
-          std::fprintf(stderr, "redlock: %s: %s%s\n", printable(o_.acquire.name).c_str(),
-                       acq.outcome == AcquireOutcome::TimedOut ? "still busy when the wait ran out: " : "busy: ",
-                       acq.message.c_str());
-        }
-        report_["reason"] = outcome_name(acq.outcome);
-        report_["message"] = acq.message;
-        return finish("busy", o_.acquire.conflict_exit_code);
       case AcquireOutcome::NoQuorum:
         no_quorum(&report_, o_.acquire.name, "no quorum: " + acq.message);
         report_["message"] = acq.message;
@@ -218,20 +226,17 @@ class Runner {
         report_["reason"] = "interrupted";
         report_["interrupted_by"] = signal_name(stopped_by ? stopped_by : SIGTERM);
         return finish("busy", 128 + (stopped_by ? stopped_by : SIGTERM));
+      default:
+        say_busy(global_, o_.acquire.name, acq);
+        report_["reason"] = outcome_name(acq.outcome);
+        report_["message"] = acq.message;
+        return finish("busy", o_.acquire.conflict_exit_code);
     }
-    if (!o_.acquire.token_file.empty()) {
-      try {
-        write_token_file(o_.acquire.token_file, acq.token);
-      } catch (const Error&) {
-        release(acq.token);  // a lock nobody can name is given back, and CMD never runs
-        transport_->flush(Clock::now() + request_timeout(global_));
-        throw;
-      }
-    }
-    report_["token"] = acq.token;
-    report_["fence"] = acq.fence;
-    verbose(global_, 1, "acquired " + printable(o_.acquire.name) + ", fence " + std::to_string(acq.fence));
+  }
 
+  // What the command starts with: the lock's REDLOCK_* variables, and how this run reached its servers.
+  ChildSpec child_spec(const AcquireResult& acq) {
+    const AcquirePlan& ap = plan_.acquire;
     ChildSpec spec;
     spec.argv = plan_.argv;
     spec.set_env = {
@@ -248,30 +253,38 @@ class Runner {
       spec.unset_env.emplace_back("REDLOCK_ENCLOSING");
     }
     connection_for_child(spec);
-    Child child(spec, *signals_);
+    return spec;
+  }
+
+  // Runs the command while the lock is renewed, and lets the lock go (or reports it lost) after.
+  int hold(const AcquireResult& acq) {
+    const AcquirePlan& ap = plan_.acquire;
+    Child child(child_spec(acq), *signals_);
     if (child.exec_errno()) {
       release(acq.token);
       return exec_failed(child);
     }
-
     Lease lease(*transport_, ap.spec.keys, acq.token, ap.spec.ttl, ap.spec.drift, acq.valid_until, plan_.renew,
                 ap.spec.min_validity);
     std::string lost = supervise(child, lease, acq);
     report_["renewals"] = lease.renewals();
     report_["held_ms"] = json_ms(Clock::now() - acq.taken_at);
-    if (auto code = child.exit_code()) report_["child_exit"] = *code;
-    if (auto sig = child.term_signal()) report_["signal"] = signal_name(*sig);
-
+    report_child(child);
     if (!lost.empty()) {
       // Ours or not, a compare-and-delete touches only our token.
       release(acq.token);
-      std::fprintf(stderr, "redlock: error: %s: lock lost while the command ran: %s\n",
-                   printable(o_.acquire.name).c_str(), lost.c_str());
+      report_error(nullptr, o_.lost_exit_code,
+                   printable(o_.acquire.name) + ": lock lost while the command ran: " + lost);
       report_["message"] = lost;
       return finish("lost", o_.lost_exit_code);
     }
     let_go(acq);
     return finish(child.term_signal() ? "child_signaled" : "child_exited", child.exit_status());
+  }
+
+  void report_child(const Child& child) {
+    if (auto code = child.exit_code()) report_["child_exit"] = *code;
+    if (auto sig = child.term_signal()) report_["signal"] = signal_name(*sig);
   }
 
   // The single wait loop: child exit, signals to forward, renewals and the local deadlines.
@@ -448,10 +461,10 @@ class Runner {
       return finish("no_quorum", exit_code::kNoQuorum);
     }
     if (s.state != LockState::Held) {
-      std::fprintf(stderr, "redlock: error: %s: %s\n", printable(o_.acquire.name).c_str(), reentry_refusal(s));
+      report_error(nullptr, o_.lost_exit_code, printable(o_.acquire.name) + ": " + reentry_refusal(s));
       return finish("lost", o_.lost_exit_code);
     }
-    if (!o_.acquire.token_file.empty()) write_token_file(o_.acquire.token_file, plan_.acquire.spec.token);
+    write_token_file(o_.acquire.token_file, plan_.acquire.spec.token);
     ChildSpec spec;
     spec.argv = plan_.argv;
     connection_for_child(spec);
@@ -467,8 +480,7 @@ class Runner {
       transport_->run_until([&] { return signals_->any(); }, kNever);
     }
     report_["held_ms"] = json_ms(Clock::now() - started);
-    if (auto code = child.exit_code()) report_["child_exit"] = *code;
-    if (auto sig = child.term_signal()) report_["signal"] = signal_name(*sig);
+    report_child(child);
     return finish(child.term_signal() ? "child_signaled" : "child_exited", child.exit_status());
   }
 

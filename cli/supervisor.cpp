@@ -173,6 +173,40 @@ pid_t start_guard(int& our_end) {
   return pid;
 }
 
+// Our environment with SPEC's changes: what the child starts with.
+std::vector<std::string> child_environment(const ChildSpec& spec) {
+  std::vector<std::string> env_strings;
+  std::set<std::string> drop(spec.unset_env.begin(), spec.unset_env.end());
+  for (const auto& [k, v] : spec.set_env) drop.insert(k);
+  for (char** e = environ; *e; ++e) {
+    std::string entry = *e;
+    if (drop.count(entry.substr(0, entry.find('=')))) continue;
+    env_strings.push_back(std::move(entry));
+  }
+  for (const auto& [k, v] : spec.set_env) env_strings.push_back(k + "=" + v);
+  return env_strings;
+}
+
+// The files to try for command NAME: PATH searched as execvp does it.
+std::vector<std::string> exec_candidates(const std::string& name) {
+  const char* path_env = std::getenv("PATH");
+  std::string path = path_env ? path_env : "/usr/local/bin:/usr/bin:/bin";
+  std::vector<std::string> candidates;
+  if (name.find('/') != std::string::npos) {
+    candidates.push_back(name);
+  } else if (!name.empty()) {  // an empty name is not found, as execvp says
+    std::size_t start = 0;
+    for (;;) {
+      auto colon = path.find(':', start);
+      std::string dir = path.substr(start, colon == std::string::npos ? std::string::npos : colon - start);
+      candidates.push_back((dir.empty() ? "." : dir) + "/" + name);
+      if (colon == std::string::npos) break;
+      start = colon + 1;
+    }
+  }
+  return candidates;
+}
+
 }  // namespace
 
 int parse_signal(const std::string& text, const char* what) {
@@ -197,15 +231,7 @@ std::string signal_name(int sig) {
 
 Child::Child(const ChildSpec& spec, const SignalCatcher& signals) : terminal_(foreground_of_terminal()) {
   // Everything the child needs is prepared before clone: after it, only system calls.
-  std::vector<std::string> env_strings;
-  std::set<std::string> drop(spec.unset_env.begin(), spec.unset_env.end());
-  for (const auto& [k, v] : spec.set_env) drop.insert(k);
-  for (char** e = environ; *e; ++e) {
-    std::string entry = *e;
-    if (drop.count(entry.substr(0, entry.find('=')))) continue;
-    env_strings.push_back(std::move(entry));
-  }
-  for (const auto& [k, v] : spec.set_env) env_strings.push_back(k + "=" + v);
+  std::vector<std::string> env_strings = child_environment(spec);
   std::vector<char*> envp;
   for (auto& s : env_strings) envp.push_back(s.data());
   envp.push_back(nullptr);
@@ -216,22 +242,7 @@ Child::Child(const ChildSpec& spec, const SignalCatcher& signals) : terminal_(fo
   std::string shell_name = "sh";
   std::vector<char*> shell_argv = {shell_name.data(), nullptr};
   shell_argv.insert(shell_argv.end(), argv.begin() + 1, argv.end());
-  // PATH search as execvp does it, with the child's environment's PATH.
-  const char* path_env = std::getenv("PATH");
-  std::string path = path_env ? path_env : "/usr/local/bin:/usr/bin:/bin";
-  std::vector<std::string> candidates;
-  if (argv_strings[0].find('/') != std::string::npos) {
-    candidates.push_back(argv_strings[0]);
-  } else if (!argv_strings[0].empty()) {  // an empty name is not found, as execvp says
-    std::size_t start = 0;
-    for (;;) {
-      auto colon = path.find(':', start);
-      std::string dir = path.substr(start, colon == std::string::npos ? std::string::npos : colon - start);
-      candidates.push_back((dir.empty() ? "." : dir) + "/" + argv_strings[0]);
-      if (colon == std::string::npos) break;
-      start = colon + 1;
-    }
-  }
+  const std::vector<std::string> candidates = exec_candidates(argv_strings[0]);
 
   guard_ = start_guard(guard_pipe_);
   Launch launch{
