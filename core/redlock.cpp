@@ -51,6 +51,7 @@ struct Vote {
   enum class Kind { Yes, No, Failed } kind = Kind::Failed;
   std::int64_t counter = 0;
   std::int64_t pttl = -2;
+  bool announces = false;  // busy: the holder keeps an owner record (a redlock holder)
   ServerReport report;
 };
 
@@ -61,7 +62,7 @@ Vote read_vote(const Network& network, std::size_t server, const std::optional<R
     return v;
   }
   const Reply& reply = r->reply;
-  if (reply.type != Reply::Type::Array || reply.elements.size() != 4) {
+  if (reply.type != Reply::Type::Array || reply.elements.size() < 4) {
     v.report = unexpected_report(network, server, *r);
     return v;
   }
@@ -74,6 +75,7 @@ Vote read_vote(const Network& network, std::size_t server, const std::optional<R
   }
   v.counter = *counter;
   v.pttl = *pttl;
+  v.announces = reply.elements.size() > 4 && reply.elements[4].as_integer().value_or(0) == 1;
   if (*state == 1 || *state == 2) {
     v.kind = Vote::Kind::Yes;
     v.report = answer_report(network, server, *r, *state == 1 ? "locked" : "reacquired", true);
@@ -190,6 +192,22 @@ Request fence_request(const LockSpec& spec, const std::string& fence) {
   return r;
 }
 
+// Whether an attempt short of a quorum may have one by waiting: servers down, frozen, restarting
+// or loading come back; a wrong password, a failed TLS set-up, something that is not Redis or a
+// script refused do not, and when they alone leave no quorum, waiting cannot help.
+bool may_recover(const AcquireResult& res) {
+  auto hopeless = std::count_if(res.servers.begin(), res.servers.end(), [](const ServerReport& s) {
+    if (s.result == "error") {
+      for (std::string_view transient : {"LOADING", "BUSY", "MASTERDOWN", "TRYAGAIN"}) {
+        if (s.error.rfind(transient, 0) == 0) return false;
+      }
+      return true;
+    }
+    return s.result == "auth" || s.result == "tls" || s.result == "protocol";
+  });
+  return res.servers.size() - static_cast<std::size_t>(hopeless) >= quorum_size(res.servers.size());
+}
+
 }  // namespace
 
 // A value the acquire script left on a quorum: every server raised its counter in the same step as
@@ -230,7 +248,7 @@ void Redlock::spread_fence(const LockSpec& spec, std::int64_t fence,
   std::vector<bool> to(answers.size(), true);
   for (std::size_t i = 0; i < answers.size(); ++i) {
     const auto& r = answers[i];
-    if (r && r->ok() && r->reply.type == Reply::Type::Array && r->reply.elements.size() == 4 &&
+    if (r && r->ok() && r->reply.type == Reply::Type::Array && r->reply.elements.size() >= 4 &&
         r->reply.elements[1].as_integer() == fence) {
       to[i] = false;
     }
@@ -352,6 +370,7 @@ AcquireResult Redlock::attempt(const LockSpec& spec) {
     } else if (v.kind == Vote::Kind::No) {
       if (v.pttl == -2) ++free_now;
       busy_pttl.push_back(v.pttl);
+      res.holder_announces = res.holder_announces || v.announces;
     }
     // A reply we could not read, or a failure after which the script may have run, may hold too.
     may_hold[i] = v.kind == Vote::Kind::Yes || !result ||
@@ -468,9 +487,18 @@ AcquireResult Redlock::acquire(const LockSpec& spec, const WaitOptions& wait) {
     res.attempts = attempts;
     TimePoint now = network_.now();
     res.elapsed = now - begin;
-    if (res.outcome != AcquireOutcome::Busy || !wait.wait) return done(std::move(res));
+    // While a wait lasts, no quorum is "not yet": servers restarting or frozen for a moment are
+    // waited out like a holder. The wait ends with 69 only when its last attempt had no quorum.
+    const bool short_of_quorum = res.outcome == AcquireOutcome::NoQuorum && may_recover(res);
+    if ((res.outcome != AcquireOutcome::Busy && !short_of_quorum) || !wait.wait) return done(std::move(res));
     if (interrupted() || now >= wait.deadline) {
-      res.outcome = interrupted() ? AcquireOutcome::Interrupted : AcquireOutcome::TimedOut;
+      if (interrupted()) {
+        res.outcome = AcquireOutcome::Interrupted;
+      } else if (short_of_quorum) {
+        res.message += "; still no quorum when the wait ended after " + format_duration(res.elapsed);
+      } else {
+        res.outcome = AcquireOutcome::TimedOut;
+      }
       return done(std::move(res));
     }
     // The spread unit follows how fast the servers answer now, busy answers included.
@@ -520,11 +548,13 @@ AcquireResult Redlock::acquire(const LockSpec& spec, const WaitOptions& wait) {
     }
 
     bool subscribed = network_.subscribed() >= reliable;
-    bool split_vote = res.tally.yes > 0;
-    TimePoint next = wake->plan->after_attempt(now, split_vote, res.holder_free_in, subscribed);
+    // No quorum is retried like a split vote: a jittered retry delay, not the slow poll.
+    bool split_vote = res.tally.yes > 0 || short_of_quorum;
+    TimePoint next = wake->plan->after_attempt(now, split_vote, res.holder_free_in, subscribed, res.holder_announces);
     if (wake->released_waiters) next = wake->plan->on_released(now, next, *wake->released_waiters, now - begin);
     if (wake->retracted) next = wake->plan->on_retracted(now, next);
     wake->next = std::min(next, wake->deadline);
+    if (wait.on_retry) wait.on_retry(res, wake->next);
     // Sleep until the plan's time; a wake-up message moves the plan, so wait again for the new one.
     while (!interrupted() && network_.now() < wake->next) {
       const TimePoint planned = wake->next;

@@ -45,11 +45,16 @@ struct LockSpec {
   Duration min_validity{};
 };
 
+struct AcquireResult;
+
 struct WaitOptions {
   bool wait = false;            // false: one attempt
   TimePoint deadline = kNever;  // give up after this (-w)
   Duration retry_delay = std::chrono::milliseconds(200);
   std::function<bool()> interrupted;  // checked while waiting; true stops the wait
+  // Told of every failed attempt while the wait goes on (busy, or short of a quorum: a blip that
+  // is waited out like a holder), with the time of the next attempt.
+  std::function<void(const AcquireResult&, TimePoint next)> on_retry;
 };
 
 enum class AcquireOutcome { Acquired, Busy, TimedOut, NoQuorum, Interrupted };
@@ -67,7 +72,11 @@ struct AcquireResult {
   Tally tally;  // of the last attempt
   std::vector<ServerReport> servers;
   std::optional<Duration> holder_free_in;  // busy: when the holder's lock could expire on a quorum
-  std::string message;                     // why not, in words
+  std::string owner_record;                // acquired: the owner record written beside the lock
+  // Busy: the holder keeps an owner record, as redlock holders do, whose releases wake the waiters.
+  // Other clients (node-redlock, redsync, redis-py) delete their key without a word.
+  bool holder_announces = false;
+  std::string message;  // why not, in words
 };
 
 struct ExtendResult {

@@ -100,7 +100,7 @@ class ExitStatus(RunTest):
         for i in (0, 1, 2):
             self.cluster.servers[i].freeze()
         marker = self.path("ran")
-        r = self.rl("--timeout", "100ms", "run", "job", "--", "touch", marker)
+        r = self.rl("--timeout", "100ms", "run", "-n", "job", "--", "touch", marker)
         self.assertEqual(r.code, 69, r)
         self.assertFalse(os.path.exists(marker))
 

@@ -243,12 +243,15 @@ class FakeNetwork final : public Network {
         s.data[lock] = Entry{token, "string", now_ + ms(ttl)};
         if (!owner_value.empty()) s.data[owner] = Entry{owner_value, "string", now_ + ms(ttl)};
         if (!channel.empty()) publish(i, "acquired");
-        r.reply = arr({Reply::number(1), Reply::number(incr()), Reply::number(0), Reply::status("string")});
+        r.reply =
+            arr({Reply::number(1), Reply::number(incr()), Reply::number(0), Reply::status("string"), Reply::number(1)});
       } else if (e->type == "string" && e->value == token) {
         e->expires = now_ + ms(ttl);
-        r.reply = arr({Reply::number(2), Reply::number(incr()), Reply::number(0), Reply::status("string")});
+        r.reply =
+            arr({Reply::number(2), Reply::number(incr()), Reply::number(0), Reply::status("string"), Reply::number(1)});
       } else {
-        r.reply = arr({Reply::number(0), Reply::number(0), Reply::number(pttl(i, lock)), Reply::status(e->type)});
+        r.reply = arr({Reply::number(0), Reply::number(0), Reply::number(pttl(i, lock)), Reply::status(e->type),
+                       Reply::number(find(i, owner) ? 1 : 0)});
       }
     } else if (name == "release") {
       const std::string &lock = a[1], &owner = a[2], &token = a[3], &channel = a[4], &force = a[5], &word = a[6];
