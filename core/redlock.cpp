@@ -381,6 +381,7 @@ AcquireResult Redlock::attempt(const LockSpec& spec) {
                                [](const auto& r) { return r && r->failure == Failure::Duplicate; });
 
   if (tally.won() && valid > spec.min_validity && !duplicate) {
+    res.owner_record = owner;
     TimePoint valid_until = round.started() + spec.ttl - drift_allowance(spec.ttl, spec.drift);
     if (faults::enabled("no-validity")) valid_until = kNever;
     std::optional<std::int64_t> fence = agreed_fence(counters, tally.needed());
@@ -569,7 +570,7 @@ AcquireResult Redlock::acquire(const LockSpec& spec, const WaitOptions& wait) {
 }
 
 ExtendRound::ExtendRound(Network& network, const LockKeys& keys, const std::string& token, Duration ttl, double drift)
-    : network_(network), ttl_(ttl), drift_(drift), round_(network, [&](std::size_t) {
+    : network_(network), keys_(keys), token_(token), ttl_(ttl), drift_(drift), round_(network, [&](std::size_t) {
         // With its body, as release's: the answer of a server after the quorum is not waited for,
         // and one that lost its script cache (restart, SCRIPT FLUSH) would answer a bare EVALSHA
         // with a NOSCRIPT nobody reads, keeping the old expiry there.
@@ -577,6 +578,32 @@ ExtendRound::ExtendRound(Network& network, const LockKeys& keys, const std::stri
         r.with_body = true;
         return r;
       }) {}
+
+std::optional<Round> ExtendRound::heal(const Heal& heal) const {
+  // Safe because a quorum confirmed the lock in this very round: any other client needs a quorum
+  // too, which shares a server with ours, where our token was found, so nobody else can hold the
+  // lock now; putting it back on an empty server cannot make a second holder, and SET NX never
+  // replaces one. A quorum that did not confirm it (the lock expired while we were stopped, say)
+  // heals nothing: the renewal fails as before, so a lost lock is never taken back unnoticed.
+  std::vector<bool> missing(round_.results().size(), false);
+  bool any = false;
+  for (std::size_t i = 0; i < missing.size(); ++i) {
+    const auto& r = round_.results()[i];
+    missing[i] = r && r->ok() && r->reply.as_integer() == -1;
+    any = any || missing[i];
+  }
+  if (!any) return std::nullopt;
+  const std::string ttl_ms = ms_string(ttl_);
+  const std::string fence = std::to_string(heal.fence);
+  Round healing(network_, missing, [&](std::size_t) {
+    Request r =
+        Request::eval(kHealScript, {keys_.lock, keys_.owner, keys_.fence}, {token_, ttl_ms, heal.owner_record, fence});
+    r.with_body = true;  // restarted empty: its script cache is empty too
+    return r;
+  });
+  healing.abandon();
+  return healing;
+}
 
 Tally ExtendRound::tally() const {
   return count(round_.results(), classify_flag);
@@ -613,12 +640,24 @@ ExtendResult ExtendRound::result() const {
   return res;
 }
 
-ExtendResult Redlock::extend(const LockKeys& keys, const std::string& token, Duration ttl, double drift) {
+ExtendResult Redlock::extend(const LockKeys& keys, const std::string& token, Duration ttl, double drift,
+                             const Heal& heal) {
   ExtendRound round(network_, keys, token, ttl, drift);
   network_.run_until([&] { return round.decided(); }, kNever);
   if (round.tally().won()) settle(round.round());
   check_duplicates(round.results());
-  return round.result();
+  ExtendResult res = round.result();
+  std::optional<Round> healing = res.extended ? round.heal(heal) : std::nullopt;
+  if (!healing) return res;
+  network_.run_until([&] { return healing->complete(); }, network_.now() + timeout_);
+  for (std::size_t i = 0; i < res.servers.size(); ++i) {
+    const auto& r = healing->results()[i];
+    if (!r || !r->ok() || r->reply.as_integer() != 1) continue;
+    res.servers[i].result = "healed";
+    res.servers[i].ok = true;
+    ++res.healed;
+  }
+  return res;
 }
 
 ReleaseResult Redlock::release(const LockKeys& keys, const std::string& token, bool force, ReleaseWait wait) {

@@ -415,6 +415,26 @@ TEST_CASE("a holder without an owner record (another client) is polled for: in w
   }
 }
 
+TEST_CASE("extend puts the lock back where a server lost it, and says so") {
+  FakeNetwork net(3);
+  for (std::size_t i = 0; i < 3; ++i) net.set(i, "job", "tok", 10s);
+  net.servers[1].data.clear();
+  Redlock lock(net);
+  auto r = lock.extend(spec().keys, "tok", 10s, 0.01);
+  CHECK(r.extended);
+  CHECK(r.healed == 1);
+  CHECK(r.servers[1].result == "healed");
+  CHECK(holders(net, "tok") == 3);
+  // Not without a quorum of its own token: another holder, or nothing, keeps what it has.
+  net.servers[0].data.clear();
+  net.set(1, "job", "other", 10s);
+  auto lost = lock.extend(spec().keys, "tok", 10s, 0.01);
+  CHECK_FALSE(lost.extended);
+  CHECK(lost.healed == 0);
+  CHECK_FALSE(net.value(0, "job"));
+  CHECK(net.value(1, "job") == "other");
+}
+
 TEST_CASE("a wait outlasts servers frozen for a while: no quorum is not yet") {
   FakeNetwork net(5);
   for (std::size_t i : Ids{0, 2, 4}) net.servers[i].frozen = true;
