@@ -410,8 +410,8 @@ TEST_CASE("a holder without an owner record (another client) is polled for: in w
     auto r = lock.acquire(spec(), wait_for(net, 60s));
     REQUIRE(r.outcome == AcquireOutcome::Acquired);
     CHECK(net.now() - released_at <= 1s);
-    // Backing off: about one attempt a second once the poll has slowed down, not one per retry delay.
-    if (release_after == 7s) CHECK(r.attempts <= 14);
+    // Backing off to about one attempt a second: not one per retry delay (35 in 7s).
+    if (release_after == 7s) CHECK(r.attempts <= 18);
   }
 }
 
