@@ -22,4 +22,8 @@ if kind == 'string' and redis.call('GET', KEYS[1]) == ARGV[1] then
   end
   return {2, redis.call('INCR', KEYS[2]), 0, kind, 1}
 end
-return {0, 0, redis.call('PTTL', KEYS[1]), kind, redis.call('EXISTS', KEYS[3])}
+local announces = 0
+if redis.call('TYPE', KEYS[3])['ok'] ~= 'none' then
+  announces = 1
+end
+return {0, 0, redis.call('PTTL', KEYS[1]), kind, announces}
