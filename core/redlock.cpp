@@ -585,6 +585,7 @@ std::optional<Round> ExtendRound::heal(const Heal& heal) const {
   // lock now; putting it back on an empty server cannot make a second holder, and SET NX never
   // replaces one. A quorum that did not confirm it (the lock expired while we were stopped, say)
   // heals nothing: the renewal fails as before, so a lost lock is never taken back unnoticed.
+  if (!result().extended) return std::nullopt;
   std::vector<bool> missing(round_.results().size(), false);
   bool any = false;
   for (std::size_t i = 0; i < missing.size(); ++i) {
