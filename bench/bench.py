@@ -34,7 +34,9 @@ sys.path.insert(0, HERE)
 
 from cluster import Cluster, die_with_parent  # noqa: E402
 
-ROWS = ["cycle", "run", "frozen", "scale", "handoff", "waiter", "contention", "rss", "startup"]
+ROWS = ["cycle", "run", "frozen", "scale", "handoff", "waiter", "contention", "load", "rss", "startup"]
+# Rows that need nothing but redis-server and the binary: run alone, they check for no references.
+SELF_CONTAINED = {"load"}
 SKIP = 77
 
 # What a shell script using redis-cli would send to release: compare-and-delete.
@@ -536,6 +538,41 @@ class Bench:
                        text="%.2f s, counter %d/%d (flock -w)" % (ref["wall_s"], ref["final_counter"], ref["expected"])),
                   ours["wall_s"] / ref["wall_s"], "report; no run lost", ok)
 
+    def row_load(self):
+        """False 69s on a loaded host: many concurrent clients, each doing `acquire -n` + `release` on
+        names of its own against 5 healthy servers. Every exit 69 is a healthy server taken for a
+        dead one because the client waited for a CPU, not for the server."""
+        c5 = self.cluster(5)
+        R, s5 = shlex.quote(self.bin), c5.spec()
+        cycles = 200 if self.quick else 2000
+        for clients in (50, 100):
+            each = max(1, cycles // clients)
+            codes = self.path("load-codes-%d" % clients)
+            open(codes, "w").close()
+            one = ('t=$(%s -S %s acquire -n --ttl 30s bench-load-$c-$i); r=$?; echo "a $r" >> %s; '
+                   '[ $r -eq 0 ] && { %s -S %s release bench-load-$c-$i --token "$t"; echo "r $?" >> %s; }'
+                   % (R, s5, codes, R, s5, codes))
+            loop = "i=0; while [ $i -lt %d ]; do %s; i=$((i+1)); done" % (each, one)
+            t0 = time.monotonic()
+            ps = [self.spawn(["sh", "-c", loop], env=dict(self.env, c=str(k))) for k in range(clients)]
+            for p in ps:
+                self.finish(p, max(1.0, t0 + 900 - time.monotonic()))
+            wall = time.monotonic() - t0
+            with open(codes) as f:
+                pairs = [line.split() for line in f if line.strip()]
+            acquires = [int(c) for kind, c in pairs if kind == "a"]
+            releases = [int(c) for kind, c in pairs if kind == "r"]
+            false69 = acquires.count(69) + releases.count(69)
+            # A cycle that left no trace (a loop that died) is a failure too.
+            other = len([c for c in acquires + releases if c not in (0, 69)]) + clients * each - len(acquires)
+            self.line("load", "false 69s under load: %d clients × %d (`acquire -n` + `release`), distinct names, "
+                      "5 healthy servers" % (clients, each),
+                      {"value": false69, "unit": "exits", "cycles": clients * each, "acquires_69": acquires.count(69),
+                       "releases_69": releases.count(69), "other_failures": other, "wall_s": wall,
+                       "text": "%d exit 69 in %d cycles (%d other failures, %.1f s)" % (false69, clients * each, other,
+                                                                                       wall)},
+                      "—", None, "0", false69 == 0 and other == 0)
+
     def row_rss(self):
         c5, c1 = self.cluster(5), self.cluster(1)
         reps = 1 if self.quick else 3
@@ -681,7 +718,10 @@ def main():
 
     bench = Bench(args)
     try:
-        bench.check_references(rows)
+        if set(rows) - SELF_CONTAINED:
+            bench.check_references(rows)
+        elif not os.path.exists(bench.bin):
+            raise Missing("redlock binary not found at %s (set REDLOCK_BIN)" % bench.bin)
     except Missing as e:
         print("bench: skipped: %s" % e, file=sys.stderr)
         bench.cleanup()

@@ -12,6 +12,7 @@
 
 #include "commands.hpp"
 #include "enclosing.hpp"
+#include "duration.hpp"
 #include "error.hpp"
 #include "exit_codes.hpp"
 #include "faults.hpp"
@@ -85,6 +86,23 @@ void plan_token(AcquirePlan& plan, const std::string& token, const GlobalOptions
   plan.spec.token = inherited ? *inherited : make_token();
 }
 
+// -v: a wait that goes on without a quorum says so, once each time it starts to (busy is the
+// usual case and says nothing).
+std::function<void(const AcquireResult&, TimePoint)> no_quorum_report(const GlobalOptions& global,
+                                                                      const std::string& name, TimePoint deadline) {
+  auto short_of_quorum = std::make_shared<bool>(false);
+  return [&global, name, deadline, short_of_quorum](const AcquireResult& r, TimePoint) {
+    bool now_short = r.outcome == AcquireOutcome::NoQuorum;
+    if (now_short && !*short_of_quorum) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+      verbose(global, 1,
+              printable(name) + ": no quorum (" + r.message + "); retrying " +
+                  (deadline == kNever ? "until it answers" : "until the wait ends in " + format_duration(left)));
+    }
+    *short_of_quorum = now_short;
+  };
+}
+
 }  // namespace
 
 AcquirePlan plan_acquire(const AcquireOptions& o, const GlobalOptions& global) {
@@ -113,6 +131,7 @@ AcquirePlan plan_acquire(const AcquireOptions& o, const GlobalOptions& global) {
   plan.wait.wait = !nonblock;
   plan.wait.retry_delay = duration_option(o.retry_delay, "--retry-delay", false);
   if (wait) plan.wait.deadline = Clock::now() + duration_option(o.wait, "--wait", true);
+  if (global.verbose >= 1) plan.wait.on_retry = no_quorum_report(global, o.name, plan.wait.deadline);
   require_private_file(o.token_file, "--token-file");
   return plan;
 }

@@ -34,6 +34,10 @@ void Lease::start_renewal() {
 Lease::Event Lease::poll() {
   if (!round_ || !round_->decided()) return Event::None;
   ExtendResult r = round_->result();
+  // Confirmed on a quorum: put it back where a server lost it, without waiting for the answers.
+  if (r.extended) {
+    if (round_->heal(heal_)) ++heals_;
+  }
   round_.reset();
   TimePoint now = network_.now();
   if (r.extended) {

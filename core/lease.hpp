@@ -24,6 +24,10 @@ class Lease {
   // A renewal is out and its outcome is known: poll() will report it.
   bool decided() const { return round_ && round_->decided(); }
   std::size_t renewals() const { return renewals_; }
+  // How many renewals put the lock back on servers that had lost it (restarted empty).
+  std::size_t heals() const { return heals_; }
+  // What a heal writes beside the lock: the owner record and the fence it was taken with.
+  void heal_with(Heal heal) { heal_ = std::move(heal); }
   const std::string& last_error() const { return last_error_; }
 
   // Sends an extend to every server; poll() tells the outcome.
@@ -53,6 +57,8 @@ class Lease {
   TimePoint next_renewal_;
   std::optional<ExtendRound> round_;
   std::size_t renewals_ = 0;
+  Heal heal_;
+  std::size_t heals_ = 0;
   std::string last_error_;
 };
 

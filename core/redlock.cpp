@@ -51,6 +51,7 @@ struct Vote {
   enum class Kind { Yes, No, Failed } kind = Kind::Failed;
   std::int64_t counter = 0;
   std::int64_t pttl = -2;
+  bool announces = false;  // busy: the holder keeps an owner record (a redlock holder)
   ServerReport report;
 };
 
@@ -61,7 +62,7 @@ Vote read_vote(const Network& network, std::size_t server, const std::optional<R
     return v;
   }
   const Reply& reply = r->reply;
-  if (reply.type != Reply::Type::Array || reply.elements.size() != 4) {
+  if (reply.type != Reply::Type::Array || reply.elements.size() < 4) {
     v.report = unexpected_report(network, server, *r);
     return v;
   }
@@ -74,6 +75,7 @@ Vote read_vote(const Network& network, std::size_t server, const std::optional<R
   }
   v.counter = *counter;
   v.pttl = *pttl;
+  v.announces = reply.elements.size() > 4 && reply.elements[4].as_integer().value_or(0) == 1;
   if (*state == 1 || *state == 2) {
     v.kind = Vote::Kind::Yes;
     v.report = answer_report(network, server, *r, *state == 1 ? "locked" : "reacquired", true);
@@ -190,6 +192,22 @@ Request fence_request(const LockSpec& spec, const std::string& fence) {
   return r;
 }
 
+// Whether an attempt short of a quorum may have one by waiting: servers down, frozen, restarting
+// or loading come back; a wrong password, a failed TLS set-up, something that is not Redis or a
+// script refused do not, and when they alone leave no quorum, waiting cannot help.
+bool may_recover(const AcquireResult& res) {
+  auto hopeless = std::count_if(res.servers.begin(), res.servers.end(), [](const ServerReport& s) {
+    if (s.result == "error") {
+      for (std::string_view transient : {"LOADING", "BUSY", "MASTERDOWN", "TRYAGAIN"}) {
+        if (s.error.rfind(transient, 0) == 0) return false;
+      }
+      return true;
+    }
+    return s.result == "auth" || s.result == "tls" || s.result == "protocol";
+  });
+  return res.servers.size() - static_cast<std::size_t>(hopeless) >= quorum_size(res.servers.size());
+}
+
 }  // namespace
 
 // A value the acquire script left on a quorum: every server raised its counter in the same step as
@@ -230,7 +248,7 @@ void Redlock::spread_fence(const LockSpec& spec, std::int64_t fence,
   std::vector<bool> to(answers.size(), true);
   for (std::size_t i = 0; i < answers.size(); ++i) {
     const auto& r = answers[i];
-    if (r && r->ok() && r->reply.type == Reply::Type::Array && r->reply.elements.size() == 4 &&
+    if (r && r->ok() && r->reply.type == Reply::Type::Array && r->reply.elements.size() >= 4 &&
         r->reply.elements[1].as_integer() == fence) {
       to[i] = false;
     }
@@ -352,6 +370,7 @@ AcquireResult Redlock::attempt(const LockSpec& spec) {
     } else if (v.kind == Vote::Kind::No) {
       if (v.pttl == -2) ++free_now;
       busy_pttl.push_back(v.pttl);
+      res.holder_announces = res.holder_announces || v.announces;
     }
     // A reply we could not read, or a failure after which the script may have run, may hold too.
     may_hold[i] = v.kind == Vote::Kind::Yes || !result ||
@@ -362,6 +381,7 @@ AcquireResult Redlock::attempt(const LockSpec& spec) {
                                [](const auto& r) { return r && r->failure == Failure::Duplicate; });
 
   if (tally.won() && valid > spec.min_validity && !duplicate) {
+    res.owner_record = owner;
     TimePoint valid_until = round.started() + spec.ttl - drift_allowance(spec.ttl, spec.drift);
     if (faults::enabled("no-validity")) valid_until = kNever;
     std::optional<std::int64_t> fence = agreed_fence(counters, tally.needed());
@@ -468,9 +488,18 @@ AcquireResult Redlock::acquire(const LockSpec& spec, const WaitOptions& wait) {
     res.attempts = attempts;
     TimePoint now = network_.now();
     res.elapsed = now - begin;
-    if (res.outcome != AcquireOutcome::Busy || !wait.wait) return done(std::move(res));
+    // While a wait lasts, no quorum is "not yet": servers restarting or frozen for a moment are
+    // waited out like a holder. The wait ends with 69 only when its last attempt had no quorum.
+    const bool short_of_quorum = res.outcome == AcquireOutcome::NoQuorum && may_recover(res);
+    if ((res.outcome != AcquireOutcome::Busy && !short_of_quorum) || !wait.wait) return done(std::move(res));
     if (interrupted() || now >= wait.deadline) {
-      res.outcome = interrupted() ? AcquireOutcome::Interrupted : AcquireOutcome::TimedOut;
+      if (interrupted()) {
+        res.outcome = AcquireOutcome::Interrupted;
+      } else if (short_of_quorum) {
+        res.message += "; still no quorum when the wait ended after " + format_duration(res.elapsed);
+      } else {
+        res.outcome = AcquireOutcome::TimedOut;
+      }
       return done(std::move(res));
     }
     // The spread unit follows how fast the servers answer now, busy answers included.
@@ -520,11 +549,13 @@ AcquireResult Redlock::acquire(const LockSpec& spec, const WaitOptions& wait) {
     }
 
     bool subscribed = network_.subscribed() >= reliable;
-    bool split_vote = res.tally.yes > 0;
-    TimePoint next = wake->plan->after_attempt(now, split_vote, res.holder_free_in, subscribed);
+    // No quorum is retried like a split vote: a jittered retry delay, not the slow poll.
+    bool split_vote = res.tally.yes > 0 || short_of_quorum;
+    TimePoint next = wake->plan->after_attempt(now, split_vote, res.holder_free_in, subscribed, res.holder_announces);
     if (wake->released_waiters) next = wake->plan->on_released(now, next, *wake->released_waiters, now - begin);
     if (wake->retracted) next = wake->plan->on_retracted(now, next);
     wake->next = std::min(next, wake->deadline);
+    if (wait.on_retry) wait.on_retry(res, wake->next);
     // Sleep until the plan's time; a wake-up message moves the plan, so wait again for the new one.
     while (!interrupted() && network_.now() < wake->next) {
       const TimePoint planned = wake->next;
@@ -539,7 +570,7 @@ AcquireResult Redlock::acquire(const LockSpec& spec, const WaitOptions& wait) {
 }
 
 ExtendRound::ExtendRound(Network& network, const LockKeys& keys, const std::string& token, Duration ttl, double drift)
-    : network_(network), ttl_(ttl), drift_(drift), round_(network, [&](std::size_t) {
+    : network_(network), keys_(keys), token_(token), ttl_(ttl), drift_(drift), round_(network, [&](std::size_t) {
         // With its body, as release's: the answer of a server after the quorum is not waited for,
         // and one that lost its script cache (restart, SCRIPT FLUSH) would answer a bare EVALSHA
         // with a NOSCRIPT nobody reads, keeping the old expiry there.
@@ -547,6 +578,33 @@ ExtendRound::ExtendRound(Network& network, const LockKeys& keys, const std::stri
         r.with_body = true;
         return r;
       }) {}
+
+std::optional<Round> ExtendRound::heal(const Heal& heal) const {
+  // Safe because a quorum confirmed the lock in this very round: any other client needs a quorum
+  // too, which shares a server with ours, where our token was found, so nobody else can hold the
+  // lock now; putting it back on an empty server cannot make a second holder, and SET NX never
+  // replaces one. A quorum that did not confirm it (the lock expired while we were stopped, say)
+  // heals nothing: the renewal fails as before, so a lost lock is never taken back unnoticed.
+  if (!result().extended) return std::nullopt;
+  std::vector<bool> missing(round_.results().size(), false);
+  bool any = false;
+  for (std::size_t i = 0; i < missing.size(); ++i) {
+    const auto& r = round_.results()[i];
+    missing[i] = r && r->ok() && r->reply.as_integer() == -1;
+    any = any || missing[i];
+  }
+  if (!any) return std::nullopt;
+  const std::string ttl_ms = ms_string(ttl_);
+  const std::string fence = std::to_string(heal.fence);
+  Round healing(network_, missing, [&](std::size_t) {
+    Request r =
+        Request::eval(kHealScript, {keys_.lock, keys_.owner, keys_.fence}, {token_, ttl_ms, heal.owner_record, fence});
+    r.with_body = true;  // restarted empty: its script cache is empty too
+    return r;
+  });
+  healing.abandon();
+  return healing;
+}
 
 Tally ExtendRound::tally() const {
   return count(round_.results(), classify_flag);
@@ -583,12 +641,24 @@ ExtendResult ExtendRound::result() const {
   return res;
 }
 
-ExtendResult Redlock::extend(const LockKeys& keys, const std::string& token, Duration ttl, double drift) {
+ExtendResult Redlock::extend(const LockKeys& keys, const std::string& token, Duration ttl, double drift,
+                             const Heal& heal) {
   ExtendRound round(network_, keys, token, ttl, drift);
   network_.run_until([&] { return round.decided(); }, kNever);
   if (round.tally().won()) settle(round.round());
   check_duplicates(round.results());
-  return round.result();
+  ExtendResult res = round.result();
+  std::optional<Round> healing = res.extended ? round.heal(heal) : std::nullopt;
+  if (!healing) return res;
+  network_.run_until([&] { return healing->complete(); }, network_.now() + timeout_);
+  for (std::size_t i = 0; i < res.servers.size(); ++i) {
+    const auto& r = healing->results()[i];
+    if (!r || !r->ok() || r->reply.as_integer() != 1) continue;
+    res.servers[i].result = "healed";
+    res.servers[i].ok = true;
+    ++res.healed;
+  }
+  return res;
 }
 
 ReleaseResult Redlock::release(const LockKeys& keys, const std::string& token, bool force, ReleaseWait wait) {

@@ -45,11 +45,16 @@ struct LockSpec {
   Duration min_validity{};
 };
 
+struct AcquireResult;
+
 struct WaitOptions {
   bool wait = false;            // false: one attempt
   TimePoint deadline = kNever;  // give up after this (-w)
   Duration retry_delay = std::chrono::milliseconds(200);
   std::function<bool()> interrupted;  // checked while waiting; true stops the wait
+  // Told of every failed attempt while the wait goes on (busy, or short of a quorum: a blip that
+  // is waited out like a holder), with the time of the next attempt.
+  std::function<void(const AcquireResult&, TimePoint next)> on_retry;
 };
 
 enum class AcquireOutcome { Acquired, Busy, TimedOut, NoQuorum, Interrupted };
@@ -67,11 +72,16 @@ struct AcquireResult {
   Tally tally;  // of the last attempt
   std::vector<ServerReport> servers;
   std::optional<Duration> holder_free_in;  // busy: when the holder's lock could expire on a quorum
-  std::string message;                     // why not, in words
+  std::string owner_record;                // acquired: the owner record written beside the lock
+  // Busy: the holder keeps an owner record, as redlock holders do, whose releases wake the waiters.
+  // Other clients (node-redlock, redsync, redis-py) delete their key without a word.
+  bool holder_announces = false;
+  std::string message;  // why not, in words
 };
 
 struct ExtendResult {
   bool extended = false;
+  std::size_t healed = 0;  // servers the lock was put back on, where it was missing
   bool no_quorum = false;
   Duration validity{};
   Duration elapsed{};
@@ -106,11 +116,24 @@ struct StatusResult {
   std::vector<ServerReport> servers;
 };
 
+// What a renewal writes where it puts a missing lock back: the owner record and the fence it was
+// taken with (empty and 0 when unknown, as for `extend`).
+struct Heal {
+  std::string owner_record;
+  std::int64_t fence = 0;
+};
+
 // An extend round that can run in the background (renewals in `run`) or be waited for.
 class ExtendRound {
  public:
   ExtendRound(Network& network, const LockKeys& keys, const std::string& token, Duration ttl, double drift);
 
+  // Once the round extended the lock on a quorum with validity left, puts it back (SET NX PX, the
+  // same token and TTL) on the servers that answered they have no lock at all: servers restarted
+  // empty, so that a rolling restart does not wear the lock down to nothing. Never anywhere else:
+  // a server where another token holds the key keeps it. The requests go without waiting; the
+  // Round returned collects the answers (nothing when no server needs it).
+  std::optional<Round> heal(const Heal& heal) const;
   Tally tally() const;
   bool decided() const { return tally().decided(); }
   // The verdict so far; call when decided() or when giving up on the stragglers.
@@ -120,6 +143,8 @@ class ExtendRound {
 
  private:
   Network& network_;
+  LockKeys keys_;
+  std::string token_;
   Duration ttl_;
   double drift_;
   Round round_;
@@ -132,7 +157,10 @@ class Redlock {
   // Takes the lock (waiting as WAIT says); a failed attempt releases whatever it took. Throws a
   // configuration error when two configured servers turn out to be one.
   AcquireResult acquire(const LockSpec& spec, const WaitOptions& wait);
-  ExtendResult extend(const LockKeys& keys, const std::string& token, Duration ttl, double drift);
+  // Extends where the lock holds TOKEN and, with a quorum, puts it back where it is missing (see
+  // ExtendRound::heal), waiting up to --timeout for those answers.
+  ExtendResult extend(const LockKeys& keys, const std::string& token, Duration ttl, double drift,
+                      const Heal& heal = {});
   // How long a release waits: for every server's answer (each up to --timeout), so that each one's
   // outcome is known; or only until a quorum said released, or too many said not, since the
   // requests have left for every server that can run them all the same.

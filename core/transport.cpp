@@ -1,9 +1,12 @@
 #include "transport.hpp"
 
+#include <fcntl.h>
 #include <poll.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 
@@ -34,6 +37,20 @@ Failure classify_error_reply(const std::string& text) {
     return Failure::Auth;
   }
   return Failure::Reply;
+}
+
+// How long this process has been ready to run but waiting for a CPU, from the kernel's schedstat
+// (zero where it does not say).
+Duration read_cpu_wait() {
+  int fd = open("/proc/self/schedstat", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Duration::zero();
+  char buf[96];
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  buf[n > 0 ? n : 0] = '\0';
+  char* end = nullptr;
+  std::strtoull(buf, &end, 10);  // time on a CPU; the run-queue wait follows
+  return std::chrono::nanoseconds(std::strtoull(end, nullptr, 10));
 }
 
 std::string ms_text(Duration d) {
@@ -116,6 +133,7 @@ class Transport::Connection {
     p.done = std::move(done);
     p.sent = now;
     p.deadline = now + owner_.options_.timeout;
+    p.cpu_wait = owner_.cpu_wait();
     encode(request, request.with_body);
     p.eval_sent = request.with_body;
     p.request = std::move(request);
@@ -167,6 +185,21 @@ class Transport::Connection {
   bool flushed() const { return !stream_ || !connected_ || out_pos_ == out_.size(); }
 
   void expire(TimePoint now) {
+    // A deadline measures the server, not our scheduling: on a loaded host the reply may have
+    // been waiting in the socket while we waited for a CPU. Before anything is given up on, what
+    // is readable is read (without blocking: a frozen server still costs --timeout, no more), and
+    // only a request still unanswered after a read that came after its deadline has timed out.
+    // Likewise the time we were ready to run but had no CPU is not the server's: a request's
+    // deadline moves on by that much before it counts as passed.
+    if (overdue(now)) {
+      drive(now);
+      const Duration waited = owner_.cpu_wait();
+      for (auto& p : pending_) {
+        if (!p.done || now < p.deadline) continue;
+        p.deadline += waited - p.cpu_wait;
+        p.cpu_wait = waited;
+      }
+    }
     std::size_t abandoned = 0;
     for (auto& p : pending_) {
       if (p.kind == Pending::Kind::Subscribe && now >= p.deadline) {
@@ -187,6 +220,13 @@ class Transport::Connection {
     }
     // Before the connection is up nothing has reached the server, so starting over is safe.
     if (!connected_ && abandoned > kMaxAbandoned) fail(Failure::Timeout, "too many unanswered requests", now);
+  }
+
+  // Whether a request (or a subscription) waited for has reached its deadline by NOW.
+  bool overdue(TimePoint now) const {
+    return std::any_of(pending_.begin(), pending_.end(), [now](const Pending& p) {
+      return (p.done || p.kind == Pending::Kind::Subscribe) && now >= p.deadline;
+    });
   }
 
   // Requests sent and given up on whose replies are still to come.
@@ -259,6 +299,7 @@ class Transport::Connection {
     ResultCallback done;  // empty once abandoned
     TimePoint sent;
     TimePoint deadline;
+    Duration cpu_wait{};  // this process's wait for a CPU until then (read_cpu_wait)
     Request request;
     bool eval_sent = false;
   };
@@ -484,6 +525,11 @@ Transport::Transport(std::vector<ServerUrl> servers, TransportOptions options)
 
 Transport::~Transport() = default;
 
+Duration Transport::cpu_wait() {
+  if (!cpu_wait_) cpu_wait_ = read_cpu_wait();
+  return *cpu_wait_;
+}
+
 std::size_t Transport::size() const {
   return servers_.size();
 }
@@ -500,6 +546,7 @@ void Transport::run_until(const std::function<bool()>& done, TimePoint deadline)
   std::vector<pollfd> fds;
   std::vector<Connection*> owners;
   for (;;) {
+    cpu_wait_.reset();  // read afresh once per turn, when a deadline needs it
     TimePoint now = Clock::now();
     TimePoint wake = deadline;
     for (auto* group : {&commands_, &subscribers_}) {
@@ -509,7 +556,10 @@ void Transport::run_until(const std::function<bool()>& done, TimePoint deadline)
         wake = std::min(wake, c->next_deadline());
       }
     }
-    if (done() || now >= deadline) return;
+    if (done() || now >= deadline) {
+      cpu_wait_.reset();
+      return;
+    }
 
     fds.clear();
     owners.clear();

@@ -60,6 +60,8 @@ class Transport final : public Network {
   // Marks SERVER as a duplicate when another configured server reached the same endpoint; true if so.
   bool note_peer(std::size_t server);
   void note_run_id(std::size_t server);
+  // This process's time waiting for a CPU (schedstat), read at most once per turn of the loop.
+  Duration cpu_wait();
 
   std::vector<ServerUrl> servers_;
   TransportOptions options_;
@@ -72,6 +74,7 @@ class Transport final : public Network {
   };
   std::vector<Watched> watched_;
   std::optional<sigset_t> wait_mask_;
+  std::optional<Duration> cpu_wait_;
 };
 
 }  // namespace redlock

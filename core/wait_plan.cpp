@@ -12,7 +12,8 @@ constexpr Duration kMinSlot = std::chrono::microseconds(300);
 
 }  // namespace
 
-WaitPlan::WaitPlan(Duration retry_delay, std::uint64_t seed) : retry_delay_(retry_delay), rng_(seed) {}
+WaitPlan::WaitPlan(Duration retry_delay, std::uint64_t seed)
+    : retry_delay_(retry_delay), quiet_gap_(retry_delay), rng_(seed) {}
 
 Duration WaitPlan::jittered(Duration base, double low, double high) {
   std::uniform_real_distribution<double> dist(low, high);
@@ -20,10 +21,19 @@ Duration WaitPlan::jittered(Duration base, double low, double high) {
       std::chrono::duration<double, Duration::period>(static_cast<double>(base.count()) * dist(rng_)));
 }
 
+Duration WaitPlan::quiet_poll() {
+  // Jittered below the gap, never above it: the gap is the promise of how soon a release is seen.
+  Duration gap = jittered(quiet_gap_, 0.5, 1.0);
+  quiet_gap_ = std::max(retry_delay_, std::min<Duration>(quiet_gap_ * 3 / 2, kQuietPollCeiling));
+  return gap;
+}
+
 TimePoint WaitPlan::after_attempt(TimePoint now, bool split_vote, std::optional<Duration> holder_free_in,
-                                  bool subscribed) {
+                                  bool subscribed, bool holder_announces) {
   if (split_vote) return now + jittered(retry_delay_, 0.5, 1.5);
-  TimePoint next = subscribed ? now + jittered(fallback(), 0.75, 1.25) : now + jittered(retry_delay_, 0.5, 1.5);
+  TimePoint next = !subscribed        ? now + jittered(retry_delay_, 0.5, 1.5)
+                   : holder_announces ? now + jittered(fallback(), 0.75, 1.25)
+                                      : now + quiet_poll();
   if (holder_free_in) {
     // Everyone waiting on this holder wakes at its expiry: spread them a little.
     next = std::min(next, now + *holder_free_in + jittered(slot(), 0.0, 4.0));

@@ -1,7 +1,10 @@
 // When a waiter tries next. Pure timing logic, without I/O, so that its rules are unit-tested:
 //  - subscribed to wake-ups: sleep until a release is announced, the holder's lock could have
 //    expired on a quorum, or a slow fallback poll (20 × the retry delay) for holders that never
-//    announce (other clients, crashed holders);
+//    announce (crashed holders);
+//  - behind a holder that keeps no owner record (node-redlock, redsync, redis-py: they delete
+//    their key without a word): poll from the retry delay, backing off to at most a second, so
+//    that the hand-off comes within a second of their release;
 //  - not subscribed: poll every retry delay, jittered, as other Redlock clients do;
 //  - a split vote (some votes but no quorum): back off by a jittered retry delay;
 //  - on an announced release, the waiters spread their attempts over one round trip each, so that
@@ -29,8 +32,12 @@ class WaitPlan {
   // The slow poll used while subscribed.
   Duration fallback() const { return retry_delay_ * 20; }
 
-  // After a failed attempt at NOW.
-  TimePoint after_attempt(TimePoint now, bool split_vote, std::optional<Duration> holder_free_in, bool subscribed);
+  // The poll behind a holder that never announces, at most this far apart.
+  static constexpr Duration kQuietPollCeiling = std::chrono::seconds(1);
+
+  // After a failed attempt at NOW. HOLDER_ANNOUNCES: the holder is one whose release wakes us.
+  TimePoint after_attempt(TimePoint now, bool split_vote, std::optional<Duration> holder_free_in, bool subscribed,
+                          bool holder_announces = true);
   // A release was announced; WAITERS is how many are subscribed (ourselves included). A waiter
   // that has WAITED longer draws from a shorter window, so that nobody is passed over for long.
   TimePoint on_released(TimePoint now, TimePoint planned, std::size_t waiters, Duration waited);
@@ -51,8 +58,12 @@ class WaitPlan {
 
  private:
   Duration jittered(Duration base, double low, double high);
+  // The next gap of the poll behind a silent holder: the retry delay at first, half again each
+  // time, up to kQuietPollCeiling (or the retry delay, when that is longer).
+  Duration quiet_poll();
 
   Duration retry_delay_;
+  Duration quiet_gap_;
   std::optional<Duration> shortest_rtt_;
   std::mt19937_64 rng_;
 };

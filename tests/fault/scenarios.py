@@ -343,7 +343,8 @@ def no_quorum(ctx):
     env = env_for(ctx, "no-quorum")
     s = Summary(scenario="no-quorum", binary=os.path.basename(env.binary), fault=env.fault, failures=[], attempts=0)
     try:
-        w = env.add_worker(mode="run", wait="2s", timeout="200ms")
+        # A wait outlasts a blip: 69 comes when the wait ends with no quorum, not at once.
+        w = env.add_worker(mode="run", wait="300ms", timeout="200ms")
         rng = env.rng
         start = time.monotonic()
         for how in ("kill", "freeze"):
@@ -360,7 +361,7 @@ def no_quorum(ctx):
                     took = time.monotonic() - t
                     s["attempts"] += 1
                     s.check(code == 69, "%s/%s with 3 of 5 %s: exit %s, expected 69" % (mode, i, how, code))
-                    s.check(took < 2.0, "%s with 3 of 5 %s took %.2fs (a waiting acquire must give up at once)" %
+                    s.check(took < 2.0, "%s with 3 of 5 %s took %.2fs (a wait of 300ms must end with it)" %
                             (mode, how, took))
                     keys = env.lock_keys(live)
                     s.check(all(k["lock"] is None and not k["owner"] for k in keys),
@@ -865,6 +866,76 @@ def renewal(ctx):
             s.check((h.report.get("renewals") or 0) >= 10, "long run %s renewed only %s times in %s ms" %
                     (h.key, h.report.get("renewals"), h.report.get("held_ms")))
         return s
+    finally:
+        env.close()
+
+
+def rolling_restart(env):
+    """Every server in turn killed -9 and restarted empty after the longest TTL, one at a time."""
+    delay = ttl_s(env) + 0.3
+    for k in range(10000):
+        if not env.sleep(0.5):
+            return
+        victim = env.servers[k % len(env.servers)]
+        victim.kill()
+        env.note("fault", what="rolling restart: kill -9", servers=[victim.index])
+        time.sleep(delay)
+        victim.start()
+        env.note("heal", what="rolling restart: back empty", servers=[victim.index])
+
+
+@scenario("rolling-restart", "S12 S4", 16)
+def rolling_restart_scenario(ctx):
+    """Commands that run 5 x TTL (1s) while the servers restart empty one at a time, each down longer
+    than the TTL: a quorum is up at every moment, so they keep the lock to their end (each renewal
+    puts it back on the server that came back), and nobody overlaps them."""
+    env = env_for(ctx, "rolling-restart")
+    try:
+        for _ in range(2):
+            env.add_worker(mode="run", ttl="1s", hold_ms=(5000, 5000), wait="20s")
+        for _ in range(2):
+            env.add_worker(mode="acquire", ttl="1s", hold_ms=(10, 60), wait=None, run_args=["-n"])
+        env.run(ctx.seconds, rolling_restart)
+        s = summarize(env, "rolling-restart", acceptable_codes=(0, 75), expect_cycles=2)
+        long_runs = [h for h in s.holds if h.w < 2 and h.exit_how == "end"]
+        s["long_runs"] = len(long_runs)
+        s.check(long_runs, "no command ran 5 x TTL to its end")
+        for h in long_runs:
+            s.check(h.code == 0, "long run %s exit %s through the rolling restart" % (h.key, h.code))
+        return s
+    finally:
+        env.close()
+
+
+def blips(env):
+    """3 of 5 servers frozen together for 0.3-1.5 s, rotating: no quorum for a while, then back."""
+    rng = env.rng
+    for _ in range(10000):
+        if not env.sleep(rng.uniform(0.5, 1.0)):
+            return
+        victims = rng.sample(env.servers, 3)
+        for v in victims:
+            v.freeze()
+        env.note("fault", what="SIGSTOP of a majority", servers=[v.index for v in victims])
+        env.sleep(rng.uniform(0.3, 1.5))
+        for v in victims:
+            v.thaw()
+        env.note("heal", what="SIGCONT", servers=[v.index for v in victims])
+
+
+@scenario("blip", "S3 L3", 12)
+def blip_scenario(ctx):
+    """A majority frozen for up to 1.5 s at a time: waiters (-w 10s) wait the blips out, so none
+    exits 69, nobody overlaps, and the lock is taken again soon after every blip."""
+    env = env_for(ctx, "blip")
+    try:
+        for _ in range(4):
+            env.add_worker(mode="run", ttl="2s", hold_ms=(10, 60), wait="10s")
+        for _ in range(2):
+            env.add_worker(mode="acquire", ttl="2s", hold_ms=(10, 60), wait="10s")
+        env.run(ctx.seconds, blips)
+        # A holder inside when the majority froze cannot renew: it is lost (79), as it must be.
+        return summarize(env, "blip", acceptable_codes=(0, 75, 79), expect_cycles=5, heal_bound_s=3)
     finally:
         env.close()
 

@@ -36,7 +36,7 @@ import scenarios  # noqa: E402
 MUST_PASS = ["contention", "pause-minority", "kill-minority", "partition", "proxy", "split-brain", "no-quorum",
              "crash-restart-delayed", "crash-restart-aof", "early-expiry", "clock-rate", "clock-step", "stale-token",
              "holder-pause", "renewal", "quorum-loss", "holder-crash", "signals", "duplicate-server", "script-flush",
-             "starvation", "siblings"]
+             "starvation", "siblings", "rolling-restart", "blip"]
 # (row name, scenario, REDLOCK_FAULT or None for the real binary): must be caught.
 CONTROLS = [("control:release-any", "stale-token", "release-any"),
             ("control:no-validity", "quorum-loss", "no-validity"),

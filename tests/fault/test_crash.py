@@ -11,6 +11,12 @@ class Crash(ScenarioTest):
     def test_s4_holders_server_restarted_at_once_with_appendfsync_always(self):
         self.assertPassed(self.run_scenario("crash-restart-aof", 8))
 
+    def test_s12_s4_a_rolling_restart_keeps_the_lock_of_long_commands(self):
+        self.assertPassed(self.run_scenario("rolling-restart"))
+
+    def test_s3_a_majority_frozen_for_a_while_is_waited_out(self):
+        self.assertPassed(self.run_scenario("blip"))
+
     def test_s3_three_of_five_down_is_69_and_leaves_no_key(self):
         self.assertPassed(self.run_scenario("no-quorum"))
 

@@ -151,11 +151,15 @@ class Server:
     def address(self):
         return "127.0.0.1:%d" % self.port
 
-    def start(self, timeout=10.0, attempts=3):
+    def start(self, timeout=10.0, attempts=3, same_port=False):
+        """Starts redis-server; on a port taken meanwhile, on another one, unless SAME_PORT (a restart
+        that clients configured with this port must find)."""
         for attempt in range(attempts):
             try:
                 return self._start(timeout)
             except PortTaken:
+                if same_port:
+                    raise
                 self.port = free_port()
         raise RuntimeError("redis-server found no free port")
 

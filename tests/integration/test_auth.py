@@ -600,7 +600,7 @@ class Secrets(Servers):
             rl(*out, "acquire", "job", servers="redis://:%s@127.0.0.1:%d" % (WRONG, self.servers[0].port))
             rl(*out, "status", "job", servers="redis://:%s@127.0.0.1:%d" % (WRONG, self.servers[0].port))
             rl(*out, "status", "job", servers="rediss://:%s@127.0.0.1:%d" % (PASSWORD, self.servers[0].port))
-            rl(*out, "--timeout", "300ms", "acquire", "job",
+            rl(*out, "--timeout", "300ms", "acquire", "-w", "1s", "job",
                servers="rediss://:%s@127.0.0.1:%d" % (PASSWORD, self.servers[0].port))
             rl(*out, "status", "job", servers=self.spec + "," + url(self.servers[0], PASSWORD, host="localhost"))
             for bad in ("redis://:%s@127.0.0.1:notaport", "redis://:%s@127.0.0.1:99999", "redis://:%s@[::1",

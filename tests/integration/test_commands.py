@@ -437,6 +437,20 @@ class Extend(ClusterTest):
         self.assertTrue(all(a <= b for a, b in zip(after, before)))
         self.assertEqual(self.cluster.values("job"), [token.encode()] * 5)
 
+    def test_extend_puts_the_lock_back_where_a_server_lost_it_and_nowhere_else(self):
+        token = self.rl("acquire", "job", "--ttl", "10s").stdout.strip()
+        servers = self.cluster.servers
+        with servers[1].client() as c:
+            c.call("DEL", "job")  # as after a restart without persistence
+        with servers[3].client() as c:
+            c.call("SET", "job", "other", "PX", "10000")  # another holder's: never taken over
+        r = self.rl("--json", "extend", "job", "--token", token, "--ttl", "30s")
+        self.assertEqual(r.code, 0, r)
+        results = [s["result"] for s in r.json()["servers"]]
+        self.assertEqual(results[1], "healed", results)
+        self.assertEqual(self.cluster.values("job"), [token.encode()] * 3 + [b"other", token.encode()])
+        self.assertGreater(servers[1].pttl("job"), 29000)
+
     def test_expired_lock_cannot_be_extended(self):
         token = self.rl("acquire", "job", "--ttl", "100ms").stdout.strip()
         time.sleep(0.2)

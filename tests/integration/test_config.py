@@ -84,7 +84,7 @@ class Reading(ConfigTest):
         self.assertEqual(r.code, 0, r)
         self.assertEqual((r.json()["key"], r.json()["ttl_ms"]), ("flag:job", 9000), r)
         # The file's servers (down) when nothing else names any.
-        r = self.run_with(["--json", "acquire", "job"])
+        r = self.run_with(["--json", "acquire", "-n", "job"])
         self.assertEqual((r.code, r.json()["key"], r.json()["ttl_ms"]), (69, "file:job", 7000), r)
         # An environment variable set empty is set: REDLOCK_PREFIX= beats the file's.
         r = self.run_with(["--json", "-S", self.cluster.spec, "status", "job"], env={"REDLOCK_PREFIX": ""})

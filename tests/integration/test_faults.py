@@ -4,6 +4,7 @@ A dead or frozen server costs at most --timeout and never blocks the answer of t
 import json
 import os
 import socket
+import subprocess
 import threading
 import time
 
@@ -93,7 +94,7 @@ class Frozen(ClusterTest):
     def test_three_of_five_frozen_is_69_quickly_and_leaves_no_key(self):
         for i in (0, 2, 4):
             self.cluster.servers[i].freeze()
-        r = self.rl("--timeout", "200ms", "--json", "acquire", "job")
+        r = self.rl("--timeout", "200ms", "--json", "acquire", "-n", "job")
         self.assertEqual(r.code, 69, r)
         self.assertLess(r.elapsed, 1.0)
         j = r.json()
@@ -107,10 +108,10 @@ class Frozen(ClusterTest):
         time.sleep(0.1)
         self.assertEqual(self.cluster.values("job"), [None] * 5)
 
-    def test_waiting_acquire_with_no_quorum_gives_up_at_once(self):
+    def test_one_attempt_with_no_quorum_gives_up_at_once(self):
         for i in (0, 1, 2):
             self.cluster.servers[i].freeze()
-        r = self.rl("--timeout", "100ms", "acquire", "job")
+        r = self.rl("--timeout", "100ms", "acquire", "-n", "job")
         self.assertEqual(r.code, 69, r)
         self.assertLess(r.elapsed, 1.0)
         self.assertIn("no quorum", r.stderr)
@@ -185,11 +186,64 @@ class Unreachable(ClusterTest):
         # fourth unreachable. No quorum; the frozen one gets its release before redlock exits.
         self.cluster.servers[2].freeze()
         servers = self.cluster.spec + "," + self.black_hole()
-        r = redlock(["--timeout", "300ms", "--json", "acquire", "job"], servers=servers)
+        r = redlock(["--timeout", "300ms", "--json", "acquire", "-n", "job"], servers=servers)
         self.assertEqual(r.code, 69, r)
         self.assertLess(r.elapsed, 1.5)
         self.cluster.servers[2].thaw()
         wait_for(lambda: self.cluster.values("job") == [None] * 3, timeout=5, what="no key left")
+
+
+class Blips(ClusterTest):
+    """A wait outlasts servers that are down or frozen for a while: no quorum is "not yet" until
+    the wait ends, and 69 only when it ends with the last attempt short of a quorum."""
+    N = 3
+
+    def test_a_wait_outlasts_two_of_three_frozen_for_four_seconds(self):
+        frozen = self.cluster.servers[1:]
+        for s in frozen:
+            s.freeze()
+        waiter = spawn(["-v", "--json", "acquire", "-w", "10s", "job"], servers=self.cluster,
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            time.sleep(4)
+            self.assertIsNone(waiter.poll(), "gave up while the servers were frozen")
+        finally:
+            for s in frozen:
+                s.thaw()
+        out, err = waiter.communicate(timeout=10)
+        self.assertEqual(waiter.returncode, 0, (out, err))
+        token = json.loads(out)["token"]
+        wait_for(lambda: self.cluster.values("job") == [token.encode()] * 3, timeout=5, what="held everywhere")
+        # -v says what it waits for, once, not at every attempt.
+        lines = [l for l in err.decode().splitlines() if "no quorum" in l]
+        self.assertEqual(len(lines), 1, err)
+        self.assertRegex(lines[0], r"^redlock: job: no quorum \(2 of 3 servers failed .*; retrying until the wait ends in "
+                         r"(9|10)\.\d+s$")
+
+    def test_a_wait_on_two_of_three_down_for_good_ends_with_69_at_its_deadline(self):
+        down = "127.0.0.1:%d,127.0.0.1:%d" % (free_port(), free_port())
+        servers = self.cluster.servers[0].address + "," + down
+        r = redlock(["--json", "acquire", "-w", "2s", "job"], servers=servers)
+        self.assertEqual(r.code, 69, r)
+        self.assertGreaterEqual(r.elapsed, 1.8, r)
+        self.assertLess(r.elapsed, 4.0, r)
+        j = r.json()
+        self.assertEqual(j["reason"], "no_quorum")
+        self.assertIn("still no quorum when the wait ended", j["error"]["message"])
+        self.assertGreater(j["attempts"], 3)
+        self.assertIsNone(self.cluster.servers[0].get("job"))
+        # One attempt (-n) keeps its answer at once.
+        r = redlock(["acquire", "-n", "job"], servers=servers)
+        self.assertEqual(r.code, 69, r)
+        self.assertLess(r.elapsed, 1.0, r)
+
+    def test_a_wrong_password_is_not_waited_for(self):
+        s = self.cluster.servers[0]
+        servers = ",".join("redis://u:wrong@%s" % x.address for x in self.cluster.servers)
+        r = redlock(["acquire", "-w", "5s", "job"], servers=servers)
+        self.assertEqual(r.code, 69, r)
+        self.assertLess(r.elapsed, 1.0, r)
+        self.assertIsNone(s.get("job"))
 
 
 class ScriptCache(ClusterTest):
@@ -281,7 +335,7 @@ class Garbage(ClusterTest):
         self.assertEqual(r.code, 69, r)
 
     def test_nothing_listening_is_69_at_once(self):
-        r = redlock(["--json", "acquire", "job"], servers="127.0.0.1:%d" % free_port())
+        r = redlock(["--json", "acquire", "-n", "job"], servers="127.0.0.1:%d" % free_port())
         self.assertEqual(r.code, 69, r)
         self.assertLess(r.elapsed, 0.5)
         self.assertIn("refused", r.json()["servers"][0]["error"])
@@ -289,7 +343,7 @@ class Garbage(ClusterTest):
     def test_majority_of_bad_servers_with_one_good_one(self):
         bad = self.garbage_server(b"-ERR not really\r\n" * 10)
         servers = ",".join([self.cluster.servers[0].address, bad, "127.0.0.1:%d" % free_port()])
-        r = redlock(["acquire", "job"], servers=servers)
+        r = redlock(["acquire", "-w", "500ms", "job"], servers=servers)
         self.assertEqual(r.code, 69, r)
         self.assertIsNone(self.cluster.servers[0].get("job"))
 

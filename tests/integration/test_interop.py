@@ -2,9 +2,11 @@
 (Debian's python3-redis) on the same key on one server excludes us, we exclude it, and
 `release --token` frees its lock."""
 
+import subprocess
 import sys
+import time
 
-from harness import ClusterTest, main
+from harness import ClusterTest, main, spawn
 
 sys.path.append("/usr/lib/python3/dist-packages")
 import redis  # noqa: E402
@@ -47,6 +49,39 @@ class RedisPy(ClusterTest):
         r = self.rl("--json", "acquire", "-w", "300ms", "forever")
         self.assertEqual(r.code, 75, r)
         self.assertEqual(r.json()["reason"], "timeout")
+
+
+class SilentHolder:
+    """A redis-py holder (SET NX PX, no owner record, a plain DEL on release: it announces
+    nothing): a redlock waiter behind it is in within a second of the DEL, not at the slow poll."""
+
+    def test_a_waiter_is_in_within_a_second_of_a_silent_release(self):
+        clients = [redis.Redis(host="127.0.0.1", port=s.port) for s in self.cluster.servers]
+        for c in clients:
+            self.assertTrue(c.set("job", "redis-py-token", nx=True, px=60000))
+        waiter = spawn(["acquire", "-w", "15s", "job"], servers=self.cluster, stdout=subprocess.PIPE)
+        self.addCleanup(lambda: (waiter.poll() is None and waiter.kill(), waiter.wait()))
+        # Long enough for the poll to have slowed down as far as it goes, and past the first slow
+        # poll (3-5s) of a waiter that takes the holder for one that announces its release.
+        time.sleep(5.3)
+        self.assertIsNone(waiter.poll())
+        released = time.monotonic()
+        for c in clients:
+            c.delete("job")
+        out, _ = waiter.communicate(timeout=10)
+        took = time.monotonic() - released
+        self.assertEqual(waiter.returncode, 0)
+        self.assertEqual([c.get("job") for c in clients], [out.strip()] * len(clients))
+        sys.stderr.write("hand-off %.3fs after the DEL on %d server(s)\n" % (took, len(clients)))
+        self.assertLess(took, 1.5)
+
+
+class SilentHolderOnOne(SilentHolder, ClusterTest):
+    N = 1
+
+
+class SilentHolderOnThree(SilentHolder, ClusterTest):
+    N = 3
 
 
 if __name__ == "__main__":

@@ -117,7 +117,7 @@ class ExitStatus(RunTest):
         for i in (0, 1, 2):
             self.cluster.servers[i].freeze()
         marker = self.path("ran")
-        r = self.rl("--timeout", "100ms", "run", "job", "--", "touch", marker)
+        r = self.rl("--timeout", "100ms", "run", "-n", "job", "--", "touch", marker)
         self.assertEqual(r.code, 69, r)
         self.assertFalse(os.path.exists(marker))
 
@@ -619,6 +619,50 @@ class KeepingAndLosing(RunTest):
         rep = self.report()
         self.assertIs(rep["released"], False)
         self.assertIn("release_error", rep)
+
+
+class RollingRestart(RunTest):
+    """Every server restarted empty in turn, each down longer than the TTL, twice over: a quorum is
+    up at every moment, so the job keeps its lock; each renewal puts it back on the server that
+    came back empty, and a contender trying all the while never gets in."""
+    N = 3
+
+    def test_a_rolling_restart_keeps_the_lock_and_heals_it_everywhere(self):
+        ttl = 2.0
+        token_file = self.path("token")
+        p = spawn(["run", "--ttl", "2s", "--report", self.path("report.json"), "job", "--", "sh", "-c",
+                   'echo "$REDLOCK_TOKEN" > %s; sleep 24' % token_file], servers=self.cluster)
+        self.addCleanup(lambda: (p.poll() is None and p.kill(), p.wait()))
+        token = wait_for(lambda: os.path.exists(token_file) and open(token_file).read().strip(), what="the token")
+        stop = threading.Event()
+        got_in = []
+
+        def contend():
+            deadline = time.monotonic() + 40
+            while not stop.is_set() and time.monotonic() < deadline:
+                r = self.rl("--timeout", "50ms", "acquire", "-n", "--ttl", "5s", "job")
+                if r.code == 0:
+                    got_in.append(r.stdout.strip())
+                stop.wait(0.02)
+
+        contender = threading.Thread(target=contend, daemon=True)
+        contender.start()
+        try:
+            for s in self.cluster.servers * 2:
+                s.kill()
+                time.sleep(ttl + 0.3)
+                s.start(same_port=True)
+                wait_for(lambda: s.get("job") == token.encode(), timeout=3 * ttl, what="the lock healed on %s" % s.url)
+                self.assertIsNone(p.poll(), "the job ended during the restarts")
+            self.assertEqual(self.cluster.values("job"), [token.encode()] * 3)
+        finally:
+            stop.set()
+            contender.join(10)
+        self.assertEqual(got_in, [])
+        p.wait(timeout=30)
+        self.assertEqual(p.returncode, 0)
+        rep = self.report()
+        self.assertEqual(rep["outcome"], "child_exited", rep)
 
 
 class Child(RunTest):

@@ -94,7 +94,7 @@ class EveryForm(SecretServers):
             rl(*out, "--timeout", "300ms", "status", "job")
             rl(*out, "--timeout", "300ms", "release", "job", "--token", token)
             report = self.path("report-%d.json" % len(results))
-            rl(*out, "--timeout", "300ms", "run", "--report", report, "job", "--", "true")
+            rl(*out, "--timeout", "300ms", "run", "-n", "--report", report, "job", "--", "true")
             with open(report, "rb") as f:
                 results.append((how, ("report",) + tuple(out), f.read()))
             rl(*out, "--timeout", "300ms", "doctor", "--ttl", "1s")

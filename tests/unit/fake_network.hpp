@@ -243,12 +243,15 @@ class FakeNetwork final : public Network {
         s.data[lock] = Entry{token, "string", now_ + ms(ttl)};
         if (!owner_value.empty()) s.data[owner] = Entry{owner_value, "string", now_ + ms(ttl)};
         if (!channel.empty()) publish(i, "acquired");
-        r.reply = arr({Reply::number(1), Reply::number(incr()), Reply::number(0), Reply::status("string")});
+        r.reply =
+            arr({Reply::number(1), Reply::number(incr()), Reply::number(0), Reply::status("string"), Reply::number(1)});
       } else if (e->type == "string" && e->value == token) {
         e->expires = now_ + ms(ttl);
-        r.reply = arr({Reply::number(2), Reply::number(incr()), Reply::number(0), Reply::status("string")});
+        r.reply =
+            arr({Reply::number(2), Reply::number(incr()), Reply::number(0), Reply::status("string"), Reply::number(1)});
       } else {
-        r.reply = arr({Reply::number(0), Reply::number(0), Reply::number(pttl(i, lock)), Reply::status(e->type)});
+        r.reply = arr({Reply::number(0), Reply::number(0), Reply::number(pttl(i, lock)), Reply::status(e->type),
+                       Reply::number(find(i, owner) ? 1 : 0)});
       }
     } else if (name == "release") {
       const std::string &lock = a[1], &owner = a[2], &token = a[3], &channel = a[4], &force = a[5], &word = a[6];
@@ -266,7 +269,17 @@ class FakeNetwork final : public Network {
       Entry* e = find(i, lock);
       bool ours = e && e->type == "string" && e->value == token;
       if (ours) e->expires = now_ + ms(ttl);
-      r.reply = Reply::number(ours ? 1 : 0);
+      r.reply = Reply::number(ours ? 1 : e ? 0 : -1);
+    } else if (name == "heal") {
+      const std::string &lock = a[1], &owner = a[2], &fence = a[3], &token = a[4], &ttl = a[5], &owner_value = a[6],
+                        &fence_value = a[7];
+      bool missing = !find(i, lock);
+      if (missing) {
+        s.data[lock] = Entry{token, "string", now_ + ms(ttl)};
+        if (!owner_value.empty()) s.data[owner] = Entry{owner_value, "string", now_ + ms(ttl)};
+        if (std::stoll(fence_value) > counter(i, fence)) s.data[fence] = Entry{fence_value, "string", kNever};
+      }
+      r.reply = Reply::number(missing ? 1 : 0);
     } else if (name == "fence") {
       const std::string &key = a[1], &proposed = a[2];
       std::int64_t c = counter(i, key), p = std::stoll(proposed);

@@ -58,6 +58,43 @@ TEST_CASE("a quorum without our token: the lock is gone") {
   CHECK(h.net.value(0, "job") == "thief");  // never extended someone else's lock
 }
 
+TEST_CASE("servers restarted empty get the lock back from a renewal that had a quorum, fence and owner kept") {
+  Held h;
+  Lease lease(h.net, h.keys, "tok", 3s, 0.01, h.valid_until, 1s, 0ms);
+  lease.heal_with({"1700000000000 me@host:1", 7});
+  for (std::size_t i : Ids{0, 1}) h.net.servers[i].data.clear();
+  h.net.set(1, "{job}:redlock:fence", "9", 1h);
+  h.net.set(2, "job", "thief", 3s);  // another token: never taken over
+  h.net.servers[3].data.clear();
+  lease.start_renewal();
+  CHECK(h.settle(lease) == Lease::Event::Gone);  // 1 of 5 extended: no quorum, so no heal either
+  CHECK(lease.heals() == 0);
+  h.net.advance(5ms);
+  CHECK_FALSE(h.net.value(0, "job"));
+  CHECK(h.net.value(2, "job") == "thief");
+  h.net.set(3, "job", "tok", 3s);
+  h.net.set(2, "job", "tok", 3s);
+  lease.start_renewal();
+  CHECK(h.settle(lease) == Lease::Event::Renewed);  // 3 of 5: and the other two are put back
+  h.net.advance(5ms);
+  CHECK(lease.heals() == 1);
+  for (std::size_t i : Ids{0, 1}) CHECK(h.net.value(i, "job") == "tok");
+  CHECK(h.net.value(0, "{job}:redlock:owner") == "1700000000000 me@host:1");
+  CHECK(h.net.value(0, "{job}:redlock:fence") == "7");
+  CHECK(h.net.value(1, "{job}:redlock:fence") == "9");                          // a fence is never lowered
+  CHECK(h.net.servers[4].log == std::vector<std::string>{"extend", "extend"});  // nothing to heal there
+}
+
+TEST_CASE("a lock gone everywhere (expired while stopped) is never taken back by a renewal") {
+  Held h;
+  Lease lease(h.net, h.keys, "tok", 3s, 0.01, h.valid_until, 1s, 0ms);
+  for (std::size_t i = 0; i < 5; ++i) h.net.servers[i].data.clear();
+  lease.start_renewal();
+  CHECK(h.settle(lease) == Lease::Event::Gone);
+  h.net.advance(5ms);
+  for (std::size_t i = 0; i < 5; ++i) CHECK_FALSE(h.net.value(i, "job"));
+}
+
 TEST_CASE("two servers lost and one frozen: failed for now, not gone") {
   Held h;
   Lease lease(h.net, h.keys, "tok", 3s, 0.01, h.valid_until, 1s, 0ms);

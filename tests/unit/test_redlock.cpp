@@ -31,6 +31,14 @@ WaitOptions wait_for(FakeNetwork& net, Duration d) {
   return w;
 }
 
+// Another redlock client holds the lock everywhere: with an owner record, as redlock holders keep.
+void held_by_redlock(FakeNetwork& net, Duration ttl) {
+  for (std::size_t i = 0; i < net.size(); ++i) {
+    net.set(i, "job", "other", ttl);
+    net.set(i, "{job}:redlock:owner", "0 other@host:1", ttl);
+  }
+}
+
 std::size_t holders(FakeNetwork& net, const std::string& token) {
   std::size_t n = 0;
   for (std::size_t i = 0; i < net.size(); ++i) n += net.value(i, "job") == token ? 1U : 0U;
@@ -341,7 +349,7 @@ TEST_CASE("fence: a server that missed fences and one restarted empty cannot mak
 
 TEST_CASE("waiting: no retry before the holder could be free, then it is taken at once") {
   FakeNetwork net(5);
-  for (std::size_t i = 0; i < 5; ++i) net.set(i, "job", "other", 2s);
+  held_by_redlock(net, 2s);
   Redlock lock(net);
   TimePoint start = net.now();
   auto r = lock.acquire(spec(), wait_for(net, 10s));
@@ -378,9 +386,9 @@ TEST_CASE("a release announced on the channel wakes the waiter at once") {
   CHECK(net.subscribed() == 0);
 }
 
-TEST_CASE("a holder that never announces is noticed by the fallback poll") {
+TEST_CASE("a redlock holder gone without a word (killed) is noticed by the fallback poll") {
   FakeNetwork net(5);
-  for (std::size_t i = 0; i < 5; ++i) net.set(i, "job", "other", 60s);
+  held_by_redlock(net, 60s);
   Redlock lock(net);
   TimePoint released_at = net.now() + 500ms;
   net.at(released_at, [&] { net.release_everywhere("job", ""); });
@@ -389,6 +397,79 @@ TEST_CASE("a holder that never announces is noticed by the fallback poll") {
   REQUIRE(r.outcome == AcquireOutcome::Acquired);
   CHECK(net.now() - start >= 3s);  // 20 x 200ms x 0.75
   CHECK(net.now() - start <= 5s + 10ms);
+}
+
+TEST_CASE("a holder without an owner record (another client) is polled for: in within a second of its release") {
+  for (Duration release_after : std::initializer_list<Duration>{300ms, 1500ms, 7s}) {
+    CAPTURE(release_after.count());
+    FakeNetwork net(5);
+    for (std::size_t i = 0; i < 5; ++i) net.set(i, "job", "other", 60s);
+    Redlock lock(net);
+    TimePoint released_at = net.now() + release_after;
+    net.at(released_at, [&] { net.release_everywhere("job", ""); });
+    auto r = lock.acquire(spec(), wait_for(net, 60s));
+    REQUIRE(r.outcome == AcquireOutcome::Acquired);
+    CHECK(net.now() - released_at <= 1s);
+    // Backing off to about one attempt a second: not one per retry delay (35 in 7s).
+    if (release_after == 7s) CHECK(r.attempts <= 18);
+  }
+}
+
+TEST_CASE("extend puts the lock back where a server lost it, and says so") {
+  FakeNetwork net(3);
+  for (std::size_t i = 0; i < 3; ++i) net.set(i, "job", "tok", 10s);
+  net.servers[1].data.clear();
+  Redlock lock(net);
+  auto r = lock.extend(spec().keys, "tok", 10s, 0.01);
+  CHECK(r.extended);
+  CHECK(r.healed == 1);
+  CHECK(r.servers[1].result == "healed");
+  CHECK(holders(net, "tok") == 3);
+  // Not without a quorum of its own token: another holder, or nothing, keeps what it has.
+  net.servers[0].data.clear();
+  net.set(1, "job", "other", 10s);
+  auto lost = lock.extend(spec().keys, "tok", 10s, 0.01);
+  CHECK_FALSE(lost.extended);
+  CHECK(lost.healed == 0);
+  CHECK_FALSE(net.value(0, "job"));
+  CHECK(net.value(1, "job") == "other");
+}
+
+TEST_CASE("a wait outlasts servers frozen for a while: no quorum is not yet") {
+  FakeNetwork net(5);
+  for (std::size_t i : Ids{0, 2, 4}) net.servers[i].frozen = true;
+  Redlock lock(net);
+  TimePoint thawed_at = net.now() + 2s;
+  net.at(thawed_at, [&] {
+    for (std::size_t i : Ids{0, 2, 4}) net.thaw(i);
+  });
+  std::size_t retries_short = 0;
+  WaitOptions w = wait_for(net, 10s);
+  w.on_retry = [&](const AcquireResult& r, TimePoint) { retries_short += r.outcome == AcquireOutcome::NoQuorum; };
+  auto r = lock.acquire(spec(), w);
+  REQUIRE(r.outcome == AcquireOutcome::Acquired);
+  CHECK(net.now() - thawed_at <= 400ms);  // a jittered retry delay (and a timeout) after the thaw
+  CHECK(retries_short >= 5);
+  CHECK(holders(net, "tok") == 5);
+}
+
+TEST_CASE("a wait that ends short of a quorum is no quorum (69), at its deadline, not before") {
+  FakeNetwork net(3);
+  for (std::size_t i : Ids{1, 2}) net.servers[i].down = true;
+  Redlock lock(net);
+  TimePoint start = net.now();
+  auto r = lock.acquire(spec(), wait_for(net, 2s));
+  const Duration waited = net.now() - start;
+  CHECK(r.outcome == AcquireOutcome::NoQuorum);
+  CHECK(r.attempts >= 5);
+  CHECK(waited >= 2s);
+  CHECK(waited <= 2s + 10ms);
+  CHECK(r.message.find("still no quorum when the wait ended") != std::string::npos);
+  CHECK(holders(net, "tok") == 0);
+  // One attempt (-n): no quorum at once.
+  start = net.now();
+  CHECK(lock.acquire(spec(), no_wait()).outcome == AcquireOutcome::NoQuorum);
+  CHECK(net.now() - start <= 5ms);
 }
 
 TEST_CASE("the wait gives up at its deadline") {

@@ -87,6 +87,30 @@ TEST_CASE("two names of one endpoint: the second is a duplicate once its address
   CHECK(!first);  // the first is still waited for
 }
 
+TEST_CASE("a reply that came in time is taken, however late the loop gets to read it (a loaded host)") {
+  Listener server;
+  TransportOptions o;
+  o.timeout = 50ms;
+  Transport t({server.url()}, o);
+  std::optional<Result> first;
+  t.send(0, Request::command({"PING"}), [&](Result x) { first = std::move(x); });
+  Fd conn(accept(server.fd.get(), nullptr, nullptr));
+  REQUIRE(conn);
+  REQUIRE(write(conn.get(), "+INFO\r\n+PONG\r\n", 14) == 14);
+  t.run_until([&] { return first.has_value(); }, Clock::now() + 2s);
+  REQUIRE((first && first->ok()));
+
+  // The server answers at once; the client gets no CPU until well past the deadline.
+  std::optional<Result> second;
+  t.send(0, Request::command({"PING"}), [&](Result x) { second = std::move(x); });
+  REQUIRE(write(conn.get(), "+PONG\r\n", 7) == 7);
+  std::this_thread::sleep_for(80ms);
+  t.run_until([&] { return second.has_value(); }, Clock::now() + 2s);
+  REQUIRE(second);
+  CHECK(second->ok());
+  CHECK(second->failure == Failure::None);
+}
+
 TEST_CASE("a connection the server still owes answers is never replaced: its requests run in order") {
   Listener frozen;  // accepts nothing yet: a stopped server, whose kernel still takes the bytes
   TransportOptions o;

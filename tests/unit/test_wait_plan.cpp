@@ -40,6 +40,25 @@ TEST_CASE("a waiter costs at most 2 commands per second while subscribed (5 serv
   CHECK(attempts_per_second * 5 <= 2.0);
 }
 
+TEST_CASE("behind a holder that never announces: from the retry delay, backing off to at most 1s") {
+  WaitPlan plan(200ms, 5);
+  Duration total{};
+  for (int i = 0; i < 100; ++i) {
+    Duration gap = plan.after_attempt(t0, false, std::nullopt, true, false) - t0;
+    CHECK(gap <= WaitPlan::kQuietPollCeiling);
+    if (i == 0) CHECK(gap <= 200ms);
+    if (i == 0) CHECK(gap >= 100ms);
+    if (i >= 10) total += gap;
+  }
+  // Once backed off, about one attempt a second, never slower.
+  double attempts_per_second = 90.0 / std::chrono::duration<double>(total).count();
+  CHECK(attempts_per_second >= 1.0);
+  CHECK(attempts_per_second <= 1.5);
+  // A retry delay longer than the ceiling is kept as it is.
+  WaitPlan slow(3s, 6);
+  for (int i = 0; i < 20; ++i) CHECK(slow.after_attempt(t0, false, std::nullopt, true, false) - t0 <= 3s);
+}
+
 TEST_CASE("split vote backs off by a jittered retry delay") {
   WaitPlan plan(100ms, 4);
   TimePoint next = plan.after_attempt(t0, true, 5s, true);
