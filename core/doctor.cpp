@@ -419,6 +419,29 @@ Check check_reachable(const std::vector<ServerFacts>& servers) {
   return c;
 }
 
+Check check_fault_tolerance(std::size_t servers) {
+  Check c;
+  c.name = "fault-tolerance";
+  const std::size_t needed = quorum_size(servers);
+  const std::size_t spare = servers > needed ? servers - needed : 0;
+  c.summary =
+      plural(servers, "server", "servers") + ", a quorum of " + std::to_string(needed) + ": " +
+      (spare == 0 ? "no failed server is tolerated" : "tolerates " + plural(spare, "failed server", "failed servers"));
+  if (spare == 0) {
+    c.verdict = Verdict::Warn;
+    c.summary += servers == 1 ? "; losing it stops every lock" : "; losing any one stops every lock";
+  } else if (servers % 2 == 0) {
+    c.verdict = Verdict::Warn;
+    c.summary += ", no more than " + std::to_string(servers - 1) + " servers would";
+  }
+  if (c.verdict != Verdict::Ok) {
+    c.advice =
+        "Redlock needs a majority: N servers tolerate (N-1)/2 failed ones, so an even N adds a server to fail "
+        "without adding a failure it survives. Use an odd number, at least 3 (3 tolerate 1, 5 tolerate 2).";
+  }
+  return c;
+}
+
 Check check_master(const std::vector<ServerFacts>& servers) {
   Check c;
   c.name = "master";
@@ -699,14 +722,11 @@ DoctorReport assess(std::vector<ServerFacts> facts, const DoctorOptions& options
   report.skew = measure_skew(samples);
 
   const auto& s = report.servers;
-  report.checks = {check_reachable(s),
-                   check_master(s),
-                   check_distinct(s),
-                   check_persistence(s, options),
-                   check_clock(s, report.skew, options),
-                   check_uptime(s, options),
-                   check_acl(s, options.probe_key),
-                   check_latency(s, options)};
+  report.checks = {
+      check_reachable(s),       check_fault_tolerance(s.size()), check_master(s),
+      check_distinct(s),        check_persistence(s, options),   check_clock(s, report.skew, options),
+      check_uptime(s, options), check_acl(s, options.probe_key), check_latency(s, options),
+  };
   report.reachable.total = s.size();
   const std::vector<bool> votes = voters(s);
   report.reachable.yes = static_cast<std::size_t>(std::count(votes.begin(), votes.end(), true));
@@ -715,7 +735,8 @@ DoctorReport assess(std::vector<ServerFacts> facts, const DoctorOptions& options
   // With no server to ask, the checks of what servers said have nothing to go on: unknown, not ok.
   if (count_askable(s) == 0) {
     for (auto& c : report.checks) {
-      if (c.name == "reachable" || c.verdict != Verdict::Ok) continue;
+      // How many servers are listed needs no answer.
+      if (c.name == "reachable" || c.name == "fault-tolerance" || c.verdict != Verdict::Ok) continue;
       c.verdict = Verdict::Unknown;
       c.summary = kNobodyToAsk;
       c.notes.clear();
