@@ -461,13 +461,59 @@ class Release(ClusterTest):
         self.assertEqual(self.cluster.values("job"), [token.encode()] * 5)
         self.assertTrue(all(s.pttl("job") > 19000 for s in self.cluster.servers))
 
-    def test_force_deletes_whatever_is_there(self):
+    def test_force_deletes_a_lock_whoever_holds_it(self):
         for s in self.cluster.servers:
             with s.client() as c:
                 c.call("SET", "job", "someone-else", "PX", 60000)
         r = self.rl("release", "job", "--force")
         self.assertEqual(r.code, 0, r)
         self.assertEqual(self.cluster.values("job"), [None] * 5)
+
+    @staticmethod
+    def hash_field(server):
+        with server.client() as c:
+            return c.call("HGET", "appdata", "field")
+
+    def assert_force_refused(self, found, where):
+        """release --force refuses, exit 1, naming FOUND on the servers WHERE, -q or not, and in the JSON."""
+        for fmt in ([], ["-q"], ["--json"]):
+            r = self.rl(*fmt, "release", "appdata", "--force")
+            self.assertEqual(r.code, 1, (fmt, r))
+            named = ", ".join("%s (%s)" % (self.cluster.servers[i].url, found) for i in where)
+            line = "appdata: not a lock on %s; nothing deleted" % named
+            self.assertEqual(r.stderr, "redlock: error: %s\n" % line, (fmt, r))
+            if fmt == ["--json"]:
+                j = r.json()
+                self.assertIs(j["released"], False)
+                self.assertEqual((j["reason"], j["deleted"]), ("not_a_lock", 0))
+                self.assertEqual(j["error"], {"code": 1, "message": line})
+                self.assertEqual([i for i, s in enumerate(j["servers"]) if s["result"] == "foreign"], list(where))
+
+    def test_force_never_deletes_a_key_that_cannot_be_a_lock(self):
+        # Application data under the name, on every server: a hash, then a string without an expiry.
+        for s in self.cluster.servers:
+            with s.client() as c:
+                c.call("HSET", "appdata", "field", "value")
+        self.assert_force_refused("a hash", range(5))
+        self.assertEqual([self.hash_field(s) for s in self.cluster.servers], [b"value"] * 5)
+        self.cluster.flushall()
+        for s in self.cluster.servers:
+            with s.client() as c:
+                c.call("SET", "appdata", "precious")
+        self.assert_force_refused("a string without an expiry", range(5))
+        self.assertEqual(self.cluster.values("appdata"), [b"precious"] * 5)
+
+    def test_force_refuses_as_a_whole_when_one_server_holds_data(self):
+        # A lock on four servers, a hash on the fifth: the lock is not deleted anywhere either.
+        for s in self.cluster.servers[:2] + self.cluster.servers[3:]:
+            with s.client() as c:
+                c.call("SET", "appdata", "someone-else", "PX", 60000)
+        with self.cluster.servers[2].client() as c:
+            c.call("HSET", "appdata", "field", "value")
+        self.assert_force_refused("a hash", [2])
+        self.assertEqual([s.get("appdata") for i, s in enumerate(self.cluster.servers) if i != 2],
+                         [b"someone-else"] * 4)
+        self.assertEqual(self.hash_field(self.cluster.servers[2]), b"value")
 
     def test_token_and_force_exclude_each_other(self):
         self.assertEqual(self.rl("release", "job").code, 64)

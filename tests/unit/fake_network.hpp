@@ -254,7 +254,13 @@ class FakeNetwork final : public Network {
       const std::string &lock = a[1], &owner = a[2], &token = a[3], &channel = a[4], &force = a[5], &word = a[6];
       Entry* e = find(i, lock);
       int deleted = 0;
-      if (e && (force == "1" || (e->type == "string" && e->value == token))) {
+      // --force deletes only what can be a lock (a string with an expiry) and answers -1 to the rest.
+      const bool lock_like = e && e->type == "string" && e->expires != kNever;
+      if (force == "1" && e && !lock_like) {
+        r.reply = Reply::number(-1);
+        return r;
+      }
+      if (e && ((force == "1" && lock_like) || (e->type == "string" && e->value == token))) {
         s.data.erase(lock);
         s.data.erase(owner);
         deleted = 1;
