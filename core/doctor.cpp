@@ -63,14 +63,20 @@ bool askable(const ServerFacts& f) {
   return f.reachable && !f.duplicate;
 }
 
-// Which servers have a vote: askable, and not a run_id already counted (one server listed twice
-// is one vote, as acquire counts it, which refuses the list).
+// A server that said it is no master (a replica) never counts as a vote, as the lock commands
+// count; one that would not tell is counted, as they count it.
+bool not_a_master(const ServerFacts& f) {
+  return f.role && *f.role != "master";
+}
+
+// Which servers have a vote: askable, no replica, and not a run_id already counted (one server
+// listed twice is one vote, as acquire counts it, which refuses the list).
 std::vector<bool> voters(const std::vector<ServerFacts>& servers) {
   std::vector<bool> out(servers.size(), false);
   std::set<std::string> seen;
   for (std::size_t i = 0; i < servers.size(); ++i) {
     const ServerFacts& f = servers[i];
-    out[i] = askable(f) && (!f.run_id || seen.insert(*f.run_id).second);
+    out[i] = askable(f) && !not_a_master(f) && (!f.run_id || seen.insert(*f.run_id).second);
   }
   return out;
 }
@@ -398,6 +404,10 @@ Check check_reachable(const std::vector<ServerFacts>& servers) {
       ++up;
     } else if (!servers[i].reachable) {
       c.notes.push_back({i, Verdict::Warn, servers[i].error});
+    } else if (not_a_master(servers[i])) {
+      const std::string& role = *servers[i].role;
+      c.notes.push_back(
+          {i, Verdict::Warn, "a " + (role == "slave" ? "replica" : role) + ": it never counts as a vote"});
     } else {
       c.notes.push_back({i, Verdict::Warn, "a second URL of a server already counted: no vote of its own"});
     }

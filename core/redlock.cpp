@@ -23,6 +23,7 @@ std::string ms_string(Duration d) {
 ServerReport failure_report(const Network& network, std::size_t server, const std::optional<Result>& r) {
   ServerReport rep;
   rep.server = network.describe(server);
+  rep.role = network.role(server);
   if (!r) return rep;  // "unknown": still out when the outcome was decided
   rep.latency = r->latency;
   rep.result = r->failure == Failure::Reply ? "error" : std::string(failure_name(r->failure));
@@ -33,6 +34,7 @@ ServerReport failure_report(const Network& network, std::size_t server, const st
 ServerReport answer_report(const Network& network, std::size_t server, const Result& r, std::string result, bool ok) {
   ServerReport rep;
   rep.server = network.describe(server);
+  rep.role = network.role(server);
   rep.latency = r.latency;
   rep.result = std::move(result);
   rep.ok = ok;

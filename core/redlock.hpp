@@ -21,11 +21,12 @@ struct ServerReport {
   std::string server;  // redacted URL
   bool ok = false;     // did what was asked
   // locked, reacquired, busy, foreign, extended, released, not_held, held, free, fenced,
-  // or a failure: timeout, connect, tls, auth, io, closed, protocol, error, duplicate; unknown = no
+  // or a failure: timeout, connect, tls, auth, io, closed, protocol, error, duplicate, replica; unknown = no
   // answer by the time the outcome was decided.
   std::string result = "unknown";
   std::optional<Duration> latency;
   std::string error;  // empty when none
+  std::string role;   // master, replica (never a vote), another role, or empty when unknown
   // status only
   std::string type;
   std::optional<std::string> value;

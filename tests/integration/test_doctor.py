@@ -153,6 +153,33 @@ class FaultTolerance(ClusterTest):
         self.assertTrue(plain.stdout.rstrip().endswith("verdict: warnings (exit 1)"), plain.stdout)
 
 
+class ReplicaListed(ClusterTest):
+    N = 3
+    EXTRA = ALWAYS
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.cluster.replicate(2, 0)
+
+    def test_a_replica_fails_the_master_check_and_has_no_vote(self):
+        r = self.rl("--timeout", "2s", "--json", "doctor", "--ttl", "1s")
+        self.assertEqual(r.code, 1, r)
+        c = checks_of(r)
+        self.assertEqual(c["master"]["verdict"], "fail")
+        notes = {n["server"]: n for n in c["master"]["servers"]}
+        replica, master = self.cluster.servers[2], self.cluster.servers[0]
+        self.assertEqual(notes[replica.url]["verdict"], "fail")
+        self.assertEqual(notes[replica.url]["detail"], "a replica of %s" % master.address)
+        self.assertEqual(notes[master.url]["detail"], "a master with 1 replica")
+        # Reachable, but no vote: the quorum rests on the two masters.
+        self.assertEqual(r.json()["quorum"], {"needed": 2, "ok": 2, "total": 3})
+        self.assertEqual(c["reachable"]["verdict"], "warn")
+        self.assertEqual([n["detail"] for n in c["reachable"]["servers"]], ["a replica: it never counts as a vote"])
+        self.assertEqual(r.json()["servers"][2]["role"], "slave")
+        self.assertEqual(r.json()["verdict"], "warnings")
+
+
 class DefaultPersistence(ClusterTest):
     N = 3
 

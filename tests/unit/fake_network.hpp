@@ -35,6 +35,7 @@ class FakeNetwork final : public Network {
     Duration lookup{};       // resolving the server's name delays its first requests this long
     std::optional<TimePoint> resolving_since;
     std::string run_id;
+    std::string role = "master";   // what the transport would have read from ROLE
     std::vector<Request> backlog;  // what a frozen server will run when it thaws
     std::map<std::string, Entry> data;
     std::vector<std::string> log;  // script names (or command names), in arrival order
@@ -52,6 +53,7 @@ class FakeNetwork final : public Network {
   std::size_t size() const override { return servers.size(); }
   TimePoint now() const override { return now_; }
   std::string describe(std::size_t i) const override { return "redis://fake:" + std::to_string(7000 + i); }
+  std::string role(std::size_t i) const override { return servers[i].role; }
   void flush(TimePoint) override {}
 
   bool resolving() const override {

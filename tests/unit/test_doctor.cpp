@@ -194,6 +194,21 @@ TEST_CASE("reachable: one server under two URLs is one vote") {
   }
 }
 
+TEST_CASE("reachable: a replica never counts as a vote") {
+  auto servers = healthy_servers(3);
+  servers[2].role = "slave";
+  Check c = check_reachable(servers);
+  CHECK(c.verdict == Verdict::Warn);
+  CHECK(c.summary == "2 of 3 servers answered; a quorum is 2");
+  REQUIRE(c.notes.size() == 1);
+  CHECK(c.notes[0].text == "a replica: it never counts as a vote");
+  DoctorReport report = assess(servers, options());
+  CHECK(report.reachable.yes == 2);
+  CHECK(report.verdict == Verdict::Fail);  // the master check fails it
+  servers[1].role = "slave";
+  CHECK(assess(servers, options()).no_quorum);
+}
+
 TEST_CASE("master: replicas fail, a master with replicas warns, a refused ROLE is unknown") {
   auto servers = healthy_servers(3);
   CHECK(check_master(servers).verdict == Verdict::Ok);

@@ -574,6 +574,32 @@ TEST_CASE("release and extend short of a quorum name the servers that failed, no
   CHECK(lock.release(spec().keys, "nope", false).message == "not held with this token (deleted on 0 of 5 servers)");
 }
 
+TEST_CASE("a replica never counts as a vote: not in acquire, extend, release or status") {
+  FakeNetwork net(3);
+  Redlock lock(net);
+  net.servers[2].role = "replica";  // the fake takes its writes, as a writable replica does
+  auto acquired = lock.acquire(spec(), no_wait());
+  REQUIRE(acquired.outcome == AcquireOutcome::Acquired);
+  CHECK(acquired.tally.yes == 2);
+  CHECK(acquired.servers[2].result == "replica");
+  CHECK(acquired.servers[2].role == "replica");
+  CHECK(acquired.servers[0].role == "master");
+  auto status = lock.status(spec().keys);
+  CHECK(status.state == LockState::Held);
+  CHECK(status.tally.yes == 2);
+  CHECK(status.tally.failed == 1);
+  CHECK_FALSE(status.servers[2].value);
+  CHECK(lock.extend(spec().keys, "tok", 10s, 0.01).tally.yes == 2);
+  CHECK(lock.release(spec().keys, "tok", false).deleted == 2);
+
+  // With one master down, the replica's yes would have made a quorum.
+  net.servers[1].down = true;
+  auto alone = lock.acquire(spec(), no_wait());
+  CHECK(alone.outcome == AcquireOutcome::NoQuorum);
+  CHECK(alone.tally.yes == 1);
+  CHECK(alone.message.find("redis://fake:7001: connect") != std::string::npos);
+}
+
 TEST_CASE("status: held, free, partial and foreign") {
   FakeNetwork net(5);
   Redlock lock(net);
