@@ -420,6 +420,12 @@ void verbose(const GlobalOptions& options, int level, const std::string& message
 }
 
 void verbose_servers(const GlobalOptions& options, const std::vector<ServerReport>& servers) {
+  // -q or not: a replica in the list weakens every quorum without a sound.
+  for (const auto& s : servers) {
+    if (s.role == "replica") {
+      std::fprintf(stderr, "redlock: warning: %s is a replica; it never counts as a vote\n", s.server.c_str());
+    }
+  }
   if (options.verbose < 2 || options.quiet) return;
   for (const auto& s : servers) {
     // A failure's error often begins with its name already ("connect: Connection refused").
@@ -478,6 +484,7 @@ Json json_servers(const std::vector<ServerReport>& servers) {
     j["result"] = s.result;
     j["latency_ms"] = s.latency ? Json(json_ms(*s.latency)) : Json(nullptr);
     j["error"] = s.error.empty() ? Json(nullptr) : Json(s.error);
+    j["role"] = s.role.empty() ? Json(nullptr) : Json(s.role);
     list.push_back(std::move(j));
   }
   return list;

@@ -112,7 +112,8 @@ std::string printable(const std::string& text);
 // Diagnostics on stderr: warnings unless -q, verbose lines with -v.
 void warn(const GlobalOptions& options, const std::string& message);
 void verbose(const GlobalOptions& options, int level, const std::string& message);
-// With -vv: what each server answered, and how fast, a line each.
+// With -vv: what each server answered, and how fast, a line each. Whatever the verbosity (-q
+// too), a warning line for each server that is a replica: it never counts as a vote.
 void verbose_servers(const GlobalOptions& options, const std::vector<ServerReport>& servers);
 // An error: one line on stderr, "redlock: error: LINE", whatever the format, and in ANSWER (when
 // given: the command's JSON object) the "error" every error's JSON carries. Returns CODE.

@@ -58,12 +58,12 @@ void print_plain(const DoctorReport& r, const DoctorOptions& options) {
   std::printf("redlock doctor: %zu servers, a quorum is %zu; --ttl %s, --timeout %s\n\n", r.reachable.total,
               r.reachable.needed(), format_duration(options.ttl).c_str(), format_duration(options.timeout).c_str());
   for (const auto& c : r.checks) {
-    std::printf("%-8s %-12s %s\n", std::string(verdict_name(c.verdict)).c_str(), c.name.c_str(),
+    std::printf("%-8s %-15s %s\n", std::string(verdict_name(c.verdict)).c_str(), c.name.c_str(),
                 escaped(c.summary).c_str());
     for (const auto& note : c.notes) {
-      std::printf("%22s- %s: %s\n", "", r.servers[note.server].server.c_str(), escaped(note.text).c_str());
+      std::printf("%25s- %s: %s\n", "", r.servers[note.server].server.c_str(), escaped(note.text).c_str());
     }
-    if (!c.advice.empty()) print_wrapped(c.advice, std::string(22, ' '), 100);
+    if (!c.advice.empty()) print_wrapped(c.advice, std::string(25, ' '), 100);
   }
   std::string verdict = overall_name(r);
   if (verdict == "no_quorum") verdict = "no quorum";

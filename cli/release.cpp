@@ -38,7 +38,7 @@ int run_release(const ReleaseOptions& o, const GlobalOptions& global) {
   if (global.json) {
     Json j = json_head("release", o.name, keys.lock);
     j["released"] = r.released;
-    if (!r.released) j["reason"] = r.no_quorum ? "no_quorum" : "not_held";
+    if (!r.released) j["reason"] = r.not_a_lock ? "not_a_lock" : r.no_quorum ? "no_quorum" : "not_held";
     j["deleted"] = r.deleted;
     j["forced"] = force;
     j["elapsed_ms"] = json_ms(r.elapsed);
@@ -46,7 +46,10 @@ int run_release(const ReleaseOptions& o, const GlobalOptions& global) {
     if (!r.message.empty()) j["message"] = r.message;
     j["servers"] = json_servers(r.servers);
     if (r.no_quorum) no_quorum(&j, o.name, "no quorum: " + r.message);
+    if (r.not_a_lock) report_error(&j, exit_code::kNotHeld, printable(o.name) + ": " + r.message);
     print_json(j);
+  } else if (r.not_a_lock) {  // data that --force refused to delete: an error, -q or not
+    report_error(nullptr, exit_code::kNotHeld, printable(o.name) + ": " + r.message);
   } else if (r.no_quorum) {
     no_quorum(nullptr, o.name, "no quorum: " + r.message);
   } else if (!r.released && !global.quiet) {  // not held is an answer, not an error: -q keeps it quiet
@@ -60,10 +63,11 @@ int run_release(const ReleaseOptions& o, const GlobalOptions& global) {
 
 void setup_release(CLI::App& app, const GlobalOptions& global, Action& action) {
   auto o = std::make_shared<ReleaseOptions>();
-  auto* sub = app.add_subcommand("release", "delete the lock if it holds TOKEN (or whatever it holds, --force)");
+  auto* sub = app.add_subcommand("release", "delete the lock if it holds TOKEN (or whoever holds it, --force)");
   sub->add_option("NAME", o->name, "the lock's name")->required();
   sub->add_option("--token", o->token, "the token the lock is held with (else REDLOCK_TOKEN)");
-  sub->add_flag("--force", o->force, "delete the lock whoever holds it")->envname("REDLOCK_FORCE");
+  sub->add_flag("--force", o->force, "delete the lock whoever holds it (never a key that cannot be a lock)")
+      ->envname("REDLOCK_FORCE");
   sub->callback([o, &global, &action] { action = [o, &global] { return run_release(*o, global); }; });
 }
 

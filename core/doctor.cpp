@@ -63,14 +63,20 @@ bool askable(const ServerFacts& f) {
   return f.reachable && !f.duplicate;
 }
 
-// Which servers have a vote: askable, and not a run_id already counted (one server listed twice
-// is one vote, as acquire counts it, which refuses the list).
+// A server that said it is no master (a replica) never counts as a vote, as the lock commands
+// count; one that would not tell is counted, as they count it.
+bool not_a_master(const ServerFacts& f) {
+  return f.role && *f.role != "master";
+}
+
+// Which servers have a vote: askable, no replica, and not a run_id already counted (one server
+// listed twice is one vote, as acquire counts it, which refuses the list).
 std::vector<bool> voters(const std::vector<ServerFacts>& servers) {
   std::vector<bool> out(servers.size(), false);
   std::set<std::string> seen;
   for (std::size_t i = 0; i < servers.size(); ++i) {
     const ServerFacts& f = servers[i];
-    out[i] = askable(f) && (!f.run_id || seen.insert(*f.run_id).second);
+    out[i] = askable(f) && !not_a_master(f) && (!f.run_id || seen.insert(*f.run_id).second);
   }
   return out;
 }
@@ -398,6 +404,10 @@ Check check_reachable(const std::vector<ServerFacts>& servers) {
       ++up;
     } else if (!servers[i].reachable) {
       c.notes.push_back({i, Verdict::Warn, servers[i].error});
+    } else if (not_a_master(servers[i])) {
+      const std::string& role = *servers[i].role;
+      c.notes.push_back(
+          {i, Verdict::Warn, "a " + (role == "slave" ? "replica" : role) + ": it never counts as a vote"});
     } else {
       c.notes.push_back({i, Verdict::Warn, "a second URL of a server already counted: no vote of its own"});
     }
@@ -416,6 +426,29 @@ Check check_reachable(const std::vector<ServerFacts>& servers) {
   for (auto& note : c.notes) note.verdict = Verdict::Fail;
   c.summary += ": no lock can be taken";
   c.advice = "Fewer than a quorum answered: every acquire fails with exit 69 until enough servers are back.";
+  return c;
+}
+
+Check check_fault_tolerance(std::size_t servers) {
+  Check c;
+  c.name = "fault-tolerance";
+  const std::size_t needed = quorum_size(servers);
+  const std::size_t spare = servers > needed ? servers - needed : 0;
+  c.summary =
+      plural(servers, "server", "servers") + ", a quorum of " + std::to_string(needed) + ": " +
+      (spare == 0 ? "no failed server is tolerated" : "tolerates " + plural(spare, "failed server", "failed servers"));
+  if (spare == 0) {
+    c.verdict = Verdict::Warn;
+    c.summary += servers == 1 ? "; losing it stops every lock" : "; losing any one stops every lock";
+  } else if (servers % 2 == 0) {
+    c.verdict = Verdict::Warn;
+    c.summary += ", no more than " + std::to_string(servers - 1) + " servers would";
+  }
+  if (c.verdict != Verdict::Ok) {
+    c.advice =
+        "Redlock needs a majority: N servers tolerate (N-1)/2 failed ones, so an even N adds a server to fail "
+        "without adding a failure it survives. Use an odd number, at least 3 (3 tolerate 1, 5 tolerate 2).";
+  }
   return c;
 }
 
@@ -699,14 +732,11 @@ DoctorReport assess(std::vector<ServerFacts> facts, const DoctorOptions& options
   report.skew = measure_skew(samples);
 
   const auto& s = report.servers;
-  report.checks = {check_reachable(s),
-                   check_master(s),
-                   check_distinct(s),
-                   check_persistence(s, options),
-                   check_clock(s, report.skew, options),
-                   check_uptime(s, options),
-                   check_acl(s, options.probe_key),
-                   check_latency(s, options)};
+  report.checks = {
+      check_reachable(s),       check_fault_tolerance(s.size()), check_master(s),
+      check_distinct(s),        check_persistence(s, options),   check_clock(s, report.skew, options),
+      check_uptime(s, options), check_acl(s, options.probe_key), check_latency(s, options),
+  };
   report.reachable.total = s.size();
   const std::vector<bool> votes = voters(s);
   report.reachable.yes = static_cast<std::size_t>(std::count(votes.begin(), votes.end(), true));
@@ -715,7 +745,8 @@ DoctorReport assess(std::vector<ServerFacts> facts, const DoctorOptions& options
   // With no server to ask, the checks of what servers said have nothing to go on: unknown, not ok.
   if (count_askable(s) == 0) {
     for (auto& c : report.checks) {
-      if (c.name == "reachable" || c.verdict != Verdict::Ok) continue;
+      // How many servers are listed needs no answer.
+      if (c.name == "reachable" || c.name == "fault-tolerance" || c.verdict != Verdict::Ok) continue;
       c.verdict = Verdict::Unknown;
       c.summary = kNobodyToAsk;
       c.notes.clear();

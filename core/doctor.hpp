@@ -89,7 +89,8 @@ struct ServerNote {
 };
 
 struct Check {
-  std::string name;  // reachable, master, distinct, persistence, clock, uptime, acl, latency
+  // reachable, fault-tolerance, master, distinct, persistence, clock, uptime, acl, latency
+  std::string name;
   Verdict verdict = Verdict::Ok;
   std::string summary;
   std::string advice;  // why it matters and what to do; empty when all is well
@@ -114,6 +115,9 @@ struct DoctorReport {
 
 // The checks, each a pure function of the facts.
 Check check_reachable(const std::vector<ServerFacts>& servers);
+// How many of SERVERS may fail with locks still taken: a warning when that is none (one or two
+// servers) or no more than one server fewer would give (an even number).
+Check check_fault_tolerance(std::size_t servers);
 Check check_master(const std::vector<ServerFacts>& servers);
 Check check_distinct(const std::vector<ServerFacts>& servers);
 Check check_persistence(const std::vector<ServerFacts>& servers, const DoctorOptions& options);

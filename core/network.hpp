@@ -29,6 +29,7 @@ enum class Failure {
   Protocol,   // the server does not speak RESP
   Reply,      // the server answered with an error reply
   Duplicate,  // the same server (run_id) is configured twice
+  Replica,    // a replica answered: it never counts as a vote
 };
 
 std::string_view failure_name(Failure f);
@@ -91,6 +92,9 @@ class Network {
 
   // The server's URL as it may be printed (password as ***).
   virtual std::string describe(std::size_t server) const = 0;
+  // What the server said it is (ROLE) when its connection was opened: "master", "replica", another
+  // role as Redis names it, or empty while unknown (not connected yet, or ROLE refused).
+  virtual std::string role(std::size_t /*server*/) const { return {}; }
   // Whether some server's name is still being resolved: until it is, nobody can tell whether it
   // is a second name of a server already configured.
   virtual bool resolving() const = 0;

@@ -23,6 +23,7 @@ std::string ms_string(Duration d) {
 ServerReport failure_report(const Network& network, std::size_t server, const std::optional<Result>& r) {
   ServerReport rep;
   rep.server = network.describe(server);
+  rep.role = network.role(server);
   if (!r) return rep;  // "unknown": still out when the outcome was decided
   rep.latency = r->latency;
   rep.result = r->failure == Failure::Reply ? "error" : std::string(failure_name(r->failure));
@@ -33,6 +34,7 @@ ServerReport failure_report(const Network& network, std::size_t server, const st
 ServerReport answer_report(const Network& network, std::size_t server, const Result& r, std::string result, bool ok) {
   ServerReport rep;
   rep.server = network.describe(server);
+  rep.role = network.role(server);
   rep.latency = r.latency;
   rep.result = std::move(result);
   rep.ok = ok;
@@ -203,9 +205,66 @@ bool may_recover(const AcquireResult& res) {
       }
       return true;
     }
-    return s.result == "auth" || s.result == "tls" || s.result == "protocol";
+    // A replica never votes.
+    return s.result == "auth" || s.result == "tls" || s.result == "protocol" || s.result == "replica";
   });
   return res.servers.size() - static_cast<std::size_t>(hopeless) >= quorum_size(res.servers.size());
+}
+
+// What a forced release leaves alone: "a hash", "a string without an expiry"; empty for what can
+// be a lock (a string with an expiry, whoever's it is) and for nothing at all.
+std::string not_a_lock(const std::string& type, std::int64_t pttl) {
+  if (type == "none" || (type == "string" && pttl != -1)) return {};
+  return type == "string" ? "a string without an expiry" : "a " + type;
+}
+
+// The release script's answer where a forced release found something that is not a lock.
+bool left_alone(const Result& r) {
+  return r.ok() && r.reply.as_integer() == -1;
+}
+
+// A forced release succeeds wherever the server answered, unless it found something that is not a
+// lock there; otherwise where the token was deleted.
+std::function<Vote::Kind(const Result&)> release_vote(bool force) {
+  return [force](const Result& r) {
+    if (force && left_alone(r)) return Vote::Kind::No;
+    Vote::Kind k = classify_flag(r);
+    return force && k == Vote::Kind::No ? Vote::Kind::Yes : k;
+  };
+}
+
+ReleaseResult release_result(const Network& network, const Round& round, bool force) {
+  ReleaseResult res;
+  res.tally = count(round.results(), release_vote(force));
+  res.elapsed = network.now() - round.started();
+  std::string found;  // servers where a key that is not a lock appeared after the check
+  for (std::size_t i = 0; i < round.results().size(); ++i) {
+    const auto& r = round.results()[i];
+    auto kind = r ? classify_flag(*r) : Vote::Kind::Failed;
+    if (kind == Vote::Kind::Failed) {
+      res.servers.push_back(r && r->ok() ? unexpected_report(network, i, *r) : failure_report(network, i, r));
+    } else if (force && left_alone(*r)) {
+      res.servers.push_back(answer_report(network, i, *r, "foreign", false));
+      res.servers.back().error = "not a lock, left alone";
+      found += (found.empty() ? "" : ", ") + res.servers.back().server;
+    } else {
+      bool deleted = kind == Vote::Kind::Yes;
+      res.deleted += deleted ? 1 : 0;
+      res.servers.push_back(answer_report(network, i, *r, deleted ? "released" : "not_held", deleted || force));
+    }
+  }
+  res.not_a_lock = !found.empty();
+  res.released = res.tally.won() && !res.not_a_lock;
+  res.no_quorum = !res.released && !res.not_a_lock && res.tally.unreachable();
+  if (res.not_a_lock) {
+    res.message = "not a lock on " + found + " (written after the check), left alone; the lock was deleted on " +
+                  count_text(res.deleted, res.tally.total) + " servers";
+  } else if (res.no_quorum) {
+    res.message = no_quorum_message(network, res.tally, round.results());
+  } else if (!res.released) {
+    res.message = not_held_message(network, res.tally, round.results(), "deleted", res.deleted);
+  }
+  return res;
 }
 
 }  // namespace
@@ -661,7 +720,54 @@ ExtendResult Redlock::extend(const LockKeys& keys, const std::string& token, Dur
   return res;
 }
 
+Round Redlock::read_everywhere(const LockKeys& keys) {
+  Round round(network_, [&](std::size_t) {
+    return Request::eval(kStatusScript, {keys.lock, keys.owner, keys.fence}, {});
+  });
+  network_.run_until([&] { return round.complete(); }, kNever);
+  check_duplicates(round.results());
+  return round;
+}
+
+ReleaseResult Redlock::check_forced(const LockKeys& keys) {
+  const Round round = read_everywhere(keys);
+
+  ReleaseResult res;
+  res.tally.total = round.results().size();
+  res.elapsed = network_.now() - round.started();
+  std::string found;
+  for (std::size_t i = 0; i < round.results().size(); ++i) {
+    const auto& r = round.results()[i];
+    const Reply* reply =
+        r && r->ok() && r->reply.type == Reply::Type::Array && r->reply.elements.size() == 5 ? &r->reply : nullptr;
+    const auto pttl = reply ? reply->elements[2].as_integer() : std::nullopt;
+    if (!pttl) {
+      ++res.tally.failed;
+      res.servers.push_back(r && r->ok() ? unexpected_report(network_, i, *r) : failure_report(network_, i, r));
+      continue;
+    }
+    ++res.tally.no;  // nothing deleted yet
+    const std::string& type = reply->elements[0].str;
+    const std::string what = not_a_lock(type, *pttl);
+    const char* seen = !what.empty() ? "foreign" : type == "none" ? "free" : "held";
+    ServerReport rep = answer_report(network_, i, *r, seen, false);
+    if (!what.empty()) {
+      rep.error = what + ", not a lock";
+      found += (found.empty() ? "" : ", ") + rep.server + " (" + what + ")";
+    }
+    res.servers.push_back(std::move(rep));
+  }
+  res.not_a_lock = !found.empty();
+  if (res.not_a_lock) res.message = "not a lock on " + found + "; nothing deleted";
+  return res;
+}
+
 ReleaseResult Redlock::release(const LockKeys& keys, const std::string& token, bool force, ReleaseWait wait) {
+  if (force) {
+    // Whatever is not a lock on any server that answers is refused before anything is deleted.
+    ReleaseResult checked = check_forced(keys);
+    if (checked.not_a_lock) return checked;
+  }
   Round round(network_, [&](std::size_t) {
     bool any = force || faults::enabled("release-any");
     Request r =
@@ -672,47 +778,18 @@ ReleaseResult Redlock::release(const LockKeys& keys, const std::string& token, b
     r.with_body = wait == ReleaseWait::Outcome;
     return r;
   });
-  // A forced release succeeds wherever the server answered; otherwise where the token was deleted.
-  auto classify = [force](const Result& r) {
-    Vote::Kind k = classify_flag(r);
-    return force && k == Vote::Kind::No ? Vote::Kind::Yes : k;
-  };
   // Every answer in means decided too; the outcome alone comes sooner when a server is frozen.
   network_.run_until(
-      [&] { return wait == ReleaseWait::Outcome ? count(round.results(), classify).decided() : round.complete(); },
+      [&] {
+        return wait == ReleaseWait::Outcome ? count(round.results(), release_vote(force)).decided() : round.complete();
+      },
       kNever);
   check_duplicates(round.results());
-
-  ReleaseResult res;
-  res.tally = count(round.results(), classify);
-  res.elapsed = network_.now() - round.started();
-  for (std::size_t i = 0; i < round.results().size(); ++i) {
-    const auto& r = round.results()[i];
-    auto kind = r ? classify_flag(*r) : Vote::Kind::Failed;
-    if (kind == Vote::Kind::Failed) {
-      res.servers.push_back(r && r->ok() ? unexpected_report(network_, i, *r) : failure_report(network_, i, r));
-      continue;
-    }
-    bool deleted = kind == Vote::Kind::Yes;
-    res.deleted += deleted ? 1 : 0;
-    res.servers.push_back(answer_report(network_, i, *r, deleted ? "released" : "not_held", deleted || force));
-  }
-  res.released = res.tally.won();
-  res.no_quorum = !res.released && res.tally.unreachable();
-  if (res.no_quorum) {
-    res.message = no_quorum_message(network_, res.tally, round.results());
-  } else if (!res.released) {
-    res.message = not_held_message(network_, res.tally, round.results(), "deleted", res.deleted);
-  }
-  return res;
+  return release_result(network_, round, force);
 }
 
 StatusResult Redlock::status(const LockKeys& keys) {
-  Round round(network_, [&](std::size_t) {
-    return Request::eval(kStatusScript, {keys.lock, keys.owner, keys.fence}, {});
-  });
-  network_.run_until([&] { return round.complete(); }, kNever);
-  check_duplicates(round.results());
+  const Round round = read_everywhere(keys);
 
   StatusResult res;
   res.elapsed = network_.now() - round.started();

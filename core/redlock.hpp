@@ -21,11 +21,12 @@ struct ServerReport {
   std::string server;  // redacted URL
   bool ok = false;     // did what was asked
   // locked, reacquired, busy, foreign, extended, released, not_held, held, free, fenced,
-  // or a failure: timeout, connect, tls, auth, io, closed, protocol, error, duplicate; unknown = no
+  // or a failure: timeout, connect, tls, auth, io, closed, protocol, error, duplicate, replica; unknown = no
   // answer by the time the outcome was decided.
   std::string result = "unknown";
   std::optional<Duration> latency;
   std::string error;  // empty when none
+  std::string role;   // master, replica (never a vote), another role, or empty when unknown
   // status only
   std::string type;
   std::optional<std::string> value;
@@ -94,6 +95,9 @@ struct ExtendResult {
 struct ReleaseResult {
   bool released = false;
   bool no_quorum = false;
+  // --force found a key that cannot be a lock (another type, a string without an expiry): it was
+  // left alone, and when found before deleting, nothing was deleted anywhere.
+  bool not_a_lock = false;
   std::size_t deleted = 0;
   Duration elapsed{};
   Tally tally;
@@ -165,13 +169,20 @@ class Redlock {
   // outcome is known; or only until a quorum said released, or too many said not, since the
   // requests have left for every server that can run them all the same.
   enum class ReleaseWait { EveryServer, Outcome };
-  // Compare-and-delete (or delete whatever is there when FORCE), and wake the waiters.
+  // Compare-and-delete, and wake the waiters. FORCE deletes whatever lock is there (a string with an
+  // expiry), after reading the key on every server: anything else found on any server that answers
+  // is refused, and nothing is deleted anywhere. A server that does not answer that check is not
+  // asked again: the release script deletes nothing but a lock there either.
   ReleaseResult release(const LockKeys& keys, const std::string& token, bool force,
                         ReleaseWait wait = ReleaseWait::EveryServer);
   StatusResult status(const LockKeys& keys);
 
  private:
   AcquireResult attempt(const LockSpec& spec);
+  // The status script on every server, each answer waited for (up to --timeout).
+  Round read_everywhere(const LockKeys& keys);
+  // The read-only round before a forced release: what every server holds under the key.
+  ReleaseResult check_forced(const LockKeys& keys);
   // Releases TOKEN after a failed attempt on the servers in MAY_HOLD; waits for those in HOLDS.
   void release_taken(const LockSpec& spec, const std::vector<bool>& holds, const std::vector<bool>& may_hold);
   // Once the outcome is known, waits for names still being resolved (so that two names of one

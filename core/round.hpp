@@ -1,5 +1,6 @@
 // One request to every server, with the answers collected as they arrive. Answers that come after
-// the caller stopped caring land in the shared state and are dropped with it.
+// the caller stopped caring land in the shared state and are dropped with it. A replica's answer is
+// recorded as a Failure::Replica: it never counts as a vote.
 #pragma once
 
 #include <functional>

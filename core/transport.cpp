@@ -81,6 +81,8 @@ std::string_view failure_name(Failure f) {
       return "reply";
     case Failure::Duplicate:
       return "duplicate";
+    case Failure::Replica:
+      return "replica";
   }
   return "unknown";
 }
@@ -110,6 +112,7 @@ class Transport::Connection {
   Connection(Transport& owner, std::size_t index, Role role) : owner_(owner), index_(index), role_(role) {}
 
   const std::string& run_id() const { return run_id_; }
+  const std::string& server_role() const { return server_role_; }
   const std::string& peer() const { return peer_; }
   bool duplicate() const { return duplicate_; }
   // Connecting, with the name not yet resolved to an address.
@@ -293,7 +296,7 @@ class Transport::Connection {
 
  private:
   struct Pending {
-    enum class Kind { Prelude, Info, Request, Subscribe };
+    enum class Kind { Prelude, Info, Role, Request, Subscribe };
     Kind kind = Kind::Request;
     std::string what;     // for prelude failures: "AUTH", "SELECT"
     ResultCallback done;  // empty once abandoned
@@ -335,6 +338,9 @@ class Transport::Connection {
     // in the same round trip as the first request.
     encode_argv({"INFO", "server"});
     push_prelude(Pending::Kind::Info, "INFO", now);
+    // A replica never counts as a vote: its role comes in the same round trip too.
+    encode_argv({"ROLE"});
+    push_prelude(Pending::Kind::Role, "ROLE", now);
   }
 
   void push_prelude(Pending::Kind kind, std::string what, TimePoint now) {
@@ -394,6 +400,11 @@ class Transport::Connection {
           if (!reply->is_error()) {
             run_id_ = parse_run_id(reply->str);
             if (!run_id_.empty()) owner_.note_run_id(index_);
+          }
+          break;
+        case Pending::Kind::Role:  // refused (an ACL): unknown, as before it was asked
+          if (reply->type == Reply::Type::Array && !reply->elements.empty()) {
+            server_role_ = reply->elements[0].str == "slave" ? "replica" : reply->elements[0].str;
           }
           break;
         case Pending::Kind::Subscribe:
@@ -506,6 +517,7 @@ class Transport::Connection {
   std::string peer_;  // the endpoint of the last connection (or the one being connected to)
   bool duplicate_ = false;
   std::string duplicate_message_;
+  std::string server_role_;  // what ROLE said; empty while unknown
   // Subscriber role only.
   std::string channel_;
   MessageCallback on_message_;
@@ -647,6 +659,10 @@ void Transport::set_wait_sigmask(const sigset_t* mask) {
 
 bool Transport::resolving() const {
   return std::any_of(commands_.begin(), commands_.end(), [](const auto& c) { return c->resolving(); });
+}
+
+std::string Transport::role(std::size_t server) const {
+  return commands_.at(server)->server_role();
 }
 
 const std::string& Transport::run_id(std::size_t server) const {

@@ -41,6 +41,7 @@ class Transport final : public Network {
   std::size_t subscribed() const override;
   void unsubscribe() override;
   std::string describe(std::size_t server) const override;
+  std::string role(std::size_t server) const override;
   bool resolving() const override;
 
   // Watches FD for the front end (a signal self-pipe, a child's pidfd): ON_READABLE runs inside

@@ -142,6 +142,7 @@ class Server:
         self.port = port or free_port()
         self.proc = None
         self.stopped = False
+        self.replica_of = None  # the index of its master, when Cluster.replicate made it a replica
 
     @property
     def url(self):
@@ -375,8 +376,23 @@ class Cluster:
 
     def flushall(self):
         for s in self.servers:
+            if s.replica_of is not None:
+                continue  # read-only: it follows its master
             with s.client() as c:
                 c.call("FLUSHALL")
+
+    def replicate(self, replica, master, timeout=10.0):
+        """Makes server REPLICA a replica of server MASTER and waits until it has synced."""
+        with self.servers[master].client() as c:
+            c.call("CONFIG", "SET", "repl-diskless-sync-delay", "0")  # sync now, not in 5 s
+        with self.servers[replica].client() as c:
+            c.call("REPLICAOF", "127.0.0.1", self.servers[master].port)
+        self.servers[replica].replica_of = master
+
+        def synced():
+            with self.servers[replica].client() as c:
+                return b"master_link_status:up" in c.call("INFO", "replication")
+        wait_for(synced, timeout=timeout, what="the replica to sync")
 
 
 class Result:

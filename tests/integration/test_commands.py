@@ -91,8 +91,9 @@ class Acquire(ClusterTest):
         self.assertGreaterEqual(j["quorum"]["ok"], 3)
         self.assertEqual(len(j["servers"]), 5)
         for s in j["servers"]:
-            self.assertEqual(set(s), {"server", "ok", "result", "latency_ms", "error"})
+            self.assertEqual(set(s), {"server", "ok", "result", "latency_ms", "error", "role"})
             self.assertRegex(s["server"], r"^redis://127\.0\.0\.1:\d+$")
+            self.assertIn(s["role"], ("master", None))  # None: not heard from when the outcome was known
         self.assertTrue(any(s["result"] == "locked" and s["ok"] for s in j["servers"]))
         busy = self.rl("acquire", "job", "-n", "--json").json()
         self.assertIs(busy["acquired"], False)
@@ -489,13 +490,59 @@ class Release(ClusterTest):
         self.assertEqual(self.cluster.values("job"), [token.encode()] * 5)
         self.assertTrue(all(s.pttl("job") > 19000 for s in self.cluster.servers))
 
-    def test_force_deletes_whatever_is_there(self):
+    def test_force_deletes_a_lock_whoever_holds_it(self):
         for s in self.cluster.servers:
             with s.client() as c:
                 c.call("SET", "job", "someone-else", "PX", 60000)
         r = self.rl("release", "job", "--force")
         self.assertEqual(r.code, 0, r)
         self.assertEqual(self.cluster.values("job"), [None] * 5)
+
+    @staticmethod
+    def hash_field(server):
+        with server.client() as c:
+            return c.call("HGET", "appdata", "field")
+
+    def assert_force_refused(self, found, where):
+        """release --force refuses, exit 1, naming FOUND on the servers WHERE, -q or not, and in the JSON."""
+        for fmt in ([], ["-q"], ["--json"]):
+            r = self.rl(*fmt, "release", "appdata", "--force")
+            self.assertEqual(r.code, 1, (fmt, r))
+            named = ", ".join("%s (%s)" % (self.cluster.servers[i].url, found) for i in where)
+            line = "appdata: not a lock on %s; nothing deleted" % named
+            self.assertEqual(r.stderr, "redlock: error: %s\n" % line, (fmt, r))
+            if fmt == ["--json"]:
+                j = r.json()
+                self.assertIs(j["released"], False)
+                self.assertEqual((j["reason"], j["deleted"]), ("not_a_lock", 0))
+                self.assertEqual(j["error"], {"code": 1, "message": line})
+                self.assertEqual([i for i, s in enumerate(j["servers"]) if s["result"] == "foreign"], list(where))
+
+    def test_force_never_deletes_a_key_that_cannot_be_a_lock(self):
+        # Application data under the name, on every server: a hash, then a string without an expiry.
+        for s in self.cluster.servers:
+            with s.client() as c:
+                c.call("HSET", "appdata", "field", "value")
+        self.assert_force_refused("a hash", range(5))
+        self.assertEqual([self.hash_field(s) for s in self.cluster.servers], [b"value"] * 5)
+        self.cluster.flushall()
+        for s in self.cluster.servers:
+            with s.client() as c:
+                c.call("SET", "appdata", "precious")
+        self.assert_force_refused("a string without an expiry", range(5))
+        self.assertEqual(self.cluster.values("appdata"), [b"precious"] * 5)
+
+    def test_force_refuses_as_a_whole_when_one_server_holds_data(self):
+        # A lock on four servers, a hash on the fifth: the lock is not deleted anywhere either.
+        for s in self.cluster.servers[:2] + self.cluster.servers[3:]:
+            with s.client() as c:
+                c.call("SET", "appdata", "someone-else", "PX", 60000)
+        with self.cluster.servers[2].client() as c:
+            c.call("HSET", "appdata", "field", "value")
+        self.assert_force_refused("a hash", [2])
+        self.assertEqual([s.get("appdata") for i, s in enumerate(self.cluster.servers) if i != 2],
+                         [b"someone-else"] * 4)
+        self.assertEqual(self.hash_field(self.cluster.servers[2]), b"value")
 
     def test_token_and_force_exclude_each_other(self):
         self.assertEqual(self.rl("release", "job").code, 64)
@@ -728,6 +775,75 @@ class SameServerTwice(ClusterTest):
             self.assertIn("both reach 127.0.0.1:%d" % a.port, r.stderr)
         finally:
             c.thaw()
+
+
+class Replica(ClusterTest):
+    """Three servers, the third a replica of the first: it never counts as a vote, and every
+    command that counts votes says so on stderr, -q or not."""
+
+    N = 3
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.cluster.replicate(2, 0)
+
+    def warning(self):
+        return "redlock: warning: %s is a replica; it never counts as a vote\n" % self.cluster.servers[2].url
+
+    def test_status_counts_two_of_three_and_marks_the_replica(self):
+        self.assertEqual(self.rl("acquire", "job", "--ttl", "20s").code, 0)
+        # The lock reaches the replica through replication: it must still not count.
+        wait_for(lambda: self.cluster.servers[2].get("job") is not None, what="the lock on the replica")
+        plain = self.rl("status", "job")
+        self.assertEqual(plain.code, 0, plain)
+        self.assertIn("state  held on 2 of 3 servers", plain.stdout)
+        self.assertEqual(plain.stderr, self.warning())
+        self.assertEqual(self.rl("-q", "status", "job").stderr, self.warning())
+        r = self.rl("--json", "status", "job")
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual(r.stderr, self.warning())
+        j = r.json()
+        self.assertEqual(j["quorum"], {"needed": 2, "ok": 2, "total": 3})
+        self.assertEqual([s["role"] for s in j["servers"]], ["master", "master", "replica"])
+        self.assertEqual([s["result"] for s in j["servers"]], ["held", "held", "replica"])
+        self.assertIs(j["servers"][2]["ok"], False)
+
+    def masters_answer_last(self):
+        """The masters hold their answers to the lock scripts for a moment. acquire and extend name
+        the replicas they heard from by the time their outcome is known: on a loaded machine the
+        replica's answer could come after the masters' (and then unnamed, and still not counted)."""
+        for s in self.cluster.servers[:2]:
+            with s.client() as c:
+                c.call("CLIENT", "PAUSE", "300", "WRITE")
+
+    def test_acquire_and_extend_with_two_masters_and_a_replica(self):
+        for fmt in ([], ["-q"]):
+            self.masters_answer_last()
+            r = self.rl("--timeout", "2s", *fmt, "acquire", "job", "--ttl", "20s")
+            self.assertEqual(r.code, 0, (fmt, r))
+            self.assertEqual(r.stderr, self.warning(), fmt)
+            token = r.stdout.strip()
+            self.masters_answer_last()
+            e = self.rl("--timeout", "2s", *fmt, "--json", "extend", "job", "--token", token)
+            self.assertEqual(e.code, 0, (fmt, e))
+            self.assertEqual(e.stderr, self.warning(), fmt)
+            self.assertEqual(e.json()["quorum"]["ok"], 2)
+            self.assertEqual(e.json()["servers"][2]["result"], "replica")
+            self.assertEqual(self.rl("release", "job", "--token", token).code, 0)
+
+    def test_a_writable_replica_never_votes_either(self):
+        def read_only(value):
+            with self.cluster.servers[2].client() as c:
+                c.call("CONFIG", "SET", "replica-read-only", value)
+        read_only("no")
+        self.addCleanup(read_only, "yes")
+        # With the second master frozen, the replica's yes would make a quorum with the first.
+        self.cluster.servers[1].freeze()
+        r = self.rl("--timeout", "200ms", "--json", "acquire", "-n", "job")
+        self.assertEqual(r.code, 69, r)
+        self.assertEqual(r.json()["quorum"]["ok"], 1)
+        self.assertEqual(r.json()["servers"][2]["result"], "replica")
 
 
 if __name__ == "__main__":

@@ -6,7 +6,7 @@ import time
 
 from harness import ClusterTest, main, redlock
 
-CHECKS = ["reachable", "master", "distinct", "persistence", "clock", "uptime", "acl", "latency"]
+CHECKS = ["reachable", "fault-tolerance", "master", "distinct", "persistence", "clock", "uptime", "acl", "latency"]
 ALWAYS = ("--appendonly", "yes", "--appendfsync", "always")
 
 
@@ -122,6 +122,62 @@ class Healthy(ClusterTest):
         for i in (0, 1, 3):
             self.assertIn("- %s: connect: Connection refused\n" % self.cluster.servers[i].url, plain.stdout)
         self.assertNotIn("connect: connect", plain.stdout)
+
+
+class FaultTolerance(ClusterTest):
+    N = 4
+    EXTRA = ALWAYS
+
+    def doctor(self, n):
+        spec = ",".join(s.address for s in self.cluster.servers[:n])
+        return redlock(["--timeout", "2s", "--json", "doctor", "--ttl", "1s"], servers=spec)
+
+    def test_one_two_or_four_servers_warn_three_are_fit(self):
+        for n, code in ((1, 1), (2, 1), (3, 0), (4, 1)):
+            r = self.doctor(n)
+            self.assertEqual(r.code, code, (n, r))
+            c = checks_of(r)
+            self.assertEqual(c["fault-tolerance"]["verdict"], "ok" if code == 0 else "warn", (n, r))
+            # Nothing else is wrong with these servers.
+            self.assertEqual([name for name in c if c[name]["verdict"] != "ok"],
+                             [] if code == 0 else ["fault-tolerance"], (n, r))
+        self.assertIn("tolerates 1 failed server", checks_of(self.doctor(3))["fault-tolerance"]["summary"])
+        two = checks_of(self.doctor(2))["fault-tolerance"]
+        self.assertIn("losing any one stops every lock", two["summary"])
+        self.assertIn("odd number", two["advice"])
+        four = checks_of(self.doctor(4))["fault-tolerance"]
+        self.assertIn("tolerates 1 failed server, no more than 3 servers would", four["summary"])
+        plain = redlock(["--timeout", "2s", "doctor", "--ttl", "1s"], servers=self.cluster.servers[0].address)
+        self.assertEqual(plain.code, 1, plain)
+        self.assertIn("warn     fault-tolerance 1 server, a quorum of 1", plain.stdout)
+        self.assertTrue(plain.stdout.rstrip().endswith("verdict: warnings (exit 1)"), plain.stdout)
+
+
+class ReplicaListed(ClusterTest):
+    N = 3
+    EXTRA = ALWAYS
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.cluster.replicate(2, 0)
+
+    def test_a_replica_fails_the_master_check_and_has_no_vote(self):
+        r = self.rl("--timeout", "2s", "--json", "doctor", "--ttl", "1s")
+        self.assertEqual(r.code, 1, r)
+        c = checks_of(r)
+        self.assertEqual(c["master"]["verdict"], "fail")
+        notes = {n["server"]: n for n in c["master"]["servers"]}
+        replica, master = self.cluster.servers[2], self.cluster.servers[0]
+        self.assertEqual(notes[replica.url]["verdict"], "fail")
+        self.assertEqual(notes[replica.url]["detail"], "a replica of %s" % master.address)
+        self.assertEqual(notes[master.url]["detail"], "a master with 1 replica")
+        # Reachable, but no vote: the quorum rests on the two masters.
+        self.assertEqual(r.json()["quorum"], {"needed": 2, "ok": 2, "total": 3})
+        self.assertEqual(c["reachable"]["verdict"], "warn")
+        self.assertEqual([n["detail"] for n in c["reachable"]["servers"]], ["a replica: it never counts as a vote"])
+        self.assertEqual(r.json()["servers"][2]["role"], "slave")
+        self.assertEqual(r.json()["verdict"], "warnings")
 
 
 class DefaultPersistence(ClusterTest):

@@ -35,6 +35,7 @@ class FakeNetwork final : public Network {
     Duration lookup{};       // resolving the server's name delays its first requests this long
     std::optional<TimePoint> resolving_since;
     std::string run_id;
+    std::string role = "master";   // what the transport would have read from ROLE
     std::vector<Request> backlog;  // what a frozen server will run when it thaws
     std::map<std::string, Entry> data;
     std::vector<std::string> log;  // script names (or command names), in arrival order
@@ -52,6 +53,7 @@ class FakeNetwork final : public Network {
   std::size_t size() const override { return servers.size(); }
   TimePoint now() const override { return now_; }
   std::string describe(std::size_t i) const override { return "redis://fake:" + std::to_string(7000 + i); }
+  std::string role(std::size_t i) const override { return servers[i].role; }
   void flush(TimePoint) override {}
 
   bool resolving() const override {
@@ -257,7 +259,13 @@ class FakeNetwork final : public Network {
       const std::string &lock = a[1], &owner = a[2], &token = a[3], &channel = a[4], &force = a[5], &word = a[6];
       Entry* e = find(i, lock);
       int deleted = 0;
-      if (e && (force == "1" || (e->type == "string" && e->value == token))) {
+      // --force deletes only what can be a lock (a string with an expiry) and answers -1 to the rest.
+      const bool lock_like = e && e->type == "string" && e->expires != kNever;
+      if (force == "1" && e && !lock_like) {
+        r.reply = Reply::number(-1);
+        return r;
+      }
+      if (e && ((force == "1" && lock_like) || (e->type == "string" && e->value == token))) {
         s.data.erase(lock);
         s.data.erase(owner);
         deleted = 1;

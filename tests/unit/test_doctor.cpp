@@ -127,10 +127,13 @@ TEST_CASE("assess: with no server that answered, the other checks are unknown, n
     servers[i].error = "connect: Connection refused";
   }
   DoctorReport report = assess(servers, options());
-  REQUIRE(report.checks.size() == 8);
+  REQUIRE(report.checks.size() == 9);
   CHECK(report.checks[0].name == "reachable");
   CHECK(report.checks[0].verdict == Verdict::Fail);
-  for (std::size_t i = 1; i < report.checks.size(); ++i) {
+  // How many servers are listed is known without an answer.
+  CHECK(report.checks[1].name == "fault-tolerance");
+  CHECK(report.checks[1].verdict == Verdict::Ok);
+  for (std::size_t i = 2; i < report.checks.size(); ++i) {
     CAPTURE(report.checks[i].name);
     CHECK(report.checks[i].verdict == Verdict::Unknown);
     CHECK(report.checks[i].summary == "no server to ask (none answered, or none let us in)");
@@ -138,7 +141,37 @@ TEST_CASE("assess: with no server that answered, the other checks are unknown, n
   // One server that answered is enough for the checks to say what it told.
   servers[0] = healthy(0);
   DoctorReport one = assess(servers, options());
-  CHECK(one.checks[1].verdict == Verdict::Ok);
+  CHECK(one.checks[2].name == "master");
+  CHECK(one.checks[2].verdict == Verdict::Ok);
+}
+
+TEST_CASE("fault-tolerance: one or two servers, or an even number, warn; an odd number from 3 is ok") {
+  const struct {
+    std::size_t servers;
+    Verdict verdict;
+    const char* summary;
+  } cases[] = {
+      {1, Verdict::Warn, "1 server, a quorum of 1: no failed server is tolerated; losing it stops every lock"},
+      {2, Verdict::Warn, "2 servers, a quorum of 2: no failed server is tolerated; losing any one stops every lock"},
+      {3, Verdict::Ok, "3 servers, a quorum of 2: tolerates 1 failed server"},
+      {4, Verdict::Warn, "4 servers, a quorum of 3: tolerates 1 failed server, no more than 3 servers would"},
+      {5, Verdict::Ok, "5 servers, a quorum of 3: tolerates 2 failed servers"},
+      {6, Verdict::Warn, "6 servers, a quorum of 4: tolerates 2 failed servers, no more than 5 servers would"},
+      {7, Verdict::Ok, "7 servers, a quorum of 4: tolerates 3 failed servers"},
+  };
+  for (const auto& expected : cases) {
+    CAPTURE(expected.servers);
+    Check c = check_fault_tolerance(expected.servers);
+    CHECK(c.name == "fault-tolerance");
+    CHECK(c.verdict == expected.verdict);
+    CHECK(c.summary == expected.summary);
+    CHECK(c.advice.empty() == (expected.verdict == Verdict::Ok));
+  }
+  // It is judged in assess, and makes the overall verdict a warning.
+  DoctorReport even = assess(healthy_servers(4), options());
+  CHECK(even.checks[1].name == "fault-tolerance");
+  CHECK(even.verdict == Verdict::Warn);
+  CHECK(assess(healthy_servers(3), options()).verdict == Verdict::Ok);
 }
 
 TEST_CASE("reachable: one server under two URLs is one vote") {
@@ -159,6 +192,21 @@ TEST_CASE("reachable: one server under two URLs is one vote") {
     CHECK(report.no_quorum);
     CHECK(report.reachable.yes == 1);
   }
+}
+
+TEST_CASE("reachable: a replica never counts as a vote") {
+  auto servers = healthy_servers(3);
+  servers[2].role = "slave";
+  Check c = check_reachable(servers);
+  CHECK(c.verdict == Verdict::Warn);
+  CHECK(c.summary == "2 of 3 servers answered; a quorum is 2");
+  REQUIRE(c.notes.size() == 1);
+  CHECK(c.notes[0].text == "a replica: it never counts as a vote");
+  DoctorReport report = assess(servers, options());
+  CHECK(report.reachable.yes == 2);
+  CHECK(report.verdict == Verdict::Fail);  // the master check fails it
+  servers[1].role = "slave";
+  CHECK(assess(servers, options()).no_quorum);
 }
 
 TEST_CASE("master: replicas fail, a master with replicas warns, a refused ROLE is unknown") {
@@ -325,7 +373,7 @@ TEST_CASE("assess: the overall verdict is the worst check's; unknown alone leave
   DoctorReport fit = assess(servers, options());
   CHECK(fit.verdict == Verdict::Ok);
   CHECK_FALSE(fit.no_quorum);
-  CHECK(fit.checks.size() == 8);
+  CHECK(fit.checks.size() == 9);
 
   servers[0].appendfsync.reset();
   CHECK(assess(servers, options()).verdict == Verdict::Unknown);

@@ -556,6 +556,60 @@ TEST_CASE("release: compare-and-delete, --force, and not held") {
   CHECK(again.deleted == 0);
 }
 
+TEST_CASE("release --force deletes only locks: data on any server refuses it everywhere") {
+  FakeNetwork net(3);
+  Redlock lock(net);
+  using Entry = FakeNetwork::Entry;
+  // A lock on two servers, application data on the third: nothing is deleted anywhere.
+  for (const Entry& data : {Entry{"", "hash", kNever}, Entry{"app data", "string", kNever}}) {
+    for (std::size_t i : Ids{0, 1}) net.set(i, "job", "stale", 30s);
+    net.servers[2].data["job"] = data;
+    auto refused = lock.release(spec().keys, "", true);
+    CHECK_FALSE(refused.released);
+    CHECK(refused.not_a_lock);
+    CHECK_FALSE(refused.no_quorum);
+    CHECK(refused.deleted == 0);
+    const std::string what = data.type == "hash" ? "a hash" : "a string without an expiry";
+    CHECK(refused.message == "not a lock on redis://fake:7002 (" + what + "); nothing deleted");
+    CHECK(refused.servers[2].result == "foreign");
+    CHECK(refused.servers[0].result == "held");
+    CHECK(holders(net, "stale") == 2);
+    CHECK(net.servers[2].data.at("job").type == data.type);
+    for (const auto& s : net.servers) CHECK(std::count(s.log.begin(), s.log.end(), "release") == 0);
+  }
+  // A plain lock, anyone's, is still deleted.
+  net.set(2, "job", "stale", 30s);
+  auto forced = lock.release(spec().keys, "", true);
+  CHECK(forced.released);
+  CHECK(forced.deleted == 3);
+}
+
+TEST_CASE("release --force: data written after the check, or on a server that missed it, is left alone") {
+  FakeNetwork net(3, 100ms);
+  Redlock lock(net);
+  for (std::size_t i : Ids{0, 1, 2}) net.set(i, "job", "stale", 30s);
+  // Between the check (answered at 1ms) and the delete (run at 1.5ms), server 2's key becomes a hash.
+  net.at(net.now() + 1200us, [&] { net.servers[2].data["job"] = FakeNetwork::Entry{"", "hash", kNever}; });
+  auto raced = lock.release(spec().keys, "", true);
+  CHECK_FALSE(raced.released);
+  CHECK(raced.not_a_lock);
+  CHECK(raced.deleted == 2);
+  CHECK(raced.servers[2].result == "foreign");
+  CHECK(raced.message ==
+        "not a lock on redis://fake:7002 (written after the check), left alone; the lock was deleted on 2 of 3 "
+        "servers");
+  CHECK(net.servers[2].data.at("job").type == "hash");
+
+  // A frozen server misses the check; when it thaws, its queued release leaves its hash alone.
+  for (std::size_t i : Ids{0, 1}) net.set(i, "job", "stale", 30s);
+  net.servers[2].frozen = true;
+  auto partial = lock.release(spec().keys, "", true);
+  CHECK(partial.released);
+  CHECK(partial.deleted == 2);
+  net.thaw(2);
+  CHECK(net.servers[2].data.at("job").type == "hash");
+}
+
 TEST_CASE("release: every server's answer, or only the outcome") {
   FakeNetwork net(5, 100ms);
   Redlock lock(net);
@@ -599,6 +653,32 @@ TEST_CASE("release and extend short of a quorum name the servers that failed, no
         "connect: Connection refused))");
   for (std::size_t i : Ids{3, 4}) net.servers[i].down = false;
   CHECK(lock.release(spec().keys, "nope", false).message == "not held with this token (deleted on 0 of 5 servers)");
+}
+
+TEST_CASE("a replica never counts as a vote: not in acquire, extend, release or status") {
+  FakeNetwork net(3);
+  Redlock lock(net);
+  net.servers[2].role = "replica";  // the fake takes its writes, as a writable replica does
+  auto acquired = lock.acquire(spec(), no_wait());
+  REQUIRE(acquired.outcome == AcquireOutcome::Acquired);
+  CHECK(acquired.tally.yes == 2);
+  CHECK(acquired.servers[2].result == "replica");
+  CHECK(acquired.servers[2].role == "replica");
+  CHECK(acquired.servers[0].role == "master");
+  auto status = lock.status(spec().keys);
+  CHECK(status.state == LockState::Held);
+  CHECK(status.tally.yes == 2);
+  CHECK(status.tally.failed == 1);
+  CHECK_FALSE(status.servers[2].value);
+  CHECK(lock.extend(spec().keys, "tok", 10s, 0.01).tally.yes == 2);
+  CHECK(lock.release(spec().keys, "tok", false).deleted == 2);
+
+  // With one master down, the replica's yes would have made a quorum.
+  net.servers[1].down = true;
+  auto alone = lock.acquire(spec(), no_wait());
+  CHECK(alone.outcome == AcquireOutcome::NoQuorum);
+  CHECK(alone.tally.yes == 1);
+  CHECK(alone.message.find("redis://fake:7001: connect") != std::string::npos);
 }
 
 TEST_CASE("status: held, free, partial and foreign") {

@@ -34,13 +34,18 @@ class RecordingNetwork final : public Network {
   void unsubscribe() override {}
   std::string describe(std::size_t i) const override { return "redis://rec:" + std::to_string(i); }
   bool resolving() const override { return false; }
+  std::string role(std::size_t i) const override { return i < roles.size() ? roles[i] : ""; }
+  std::vector<std::string> roles;
 
   // Answers the request sent to SERVER with the integer V.
   void answer(std::size_t server, long long v) {
+    Result r;
+    r.reply = Reply::number(v);
+    answer(server, r);
+  }
+  void answer(std::size_t server, const Result& r) {
     for (auto& s : sent) {
       if (s.server != server) continue;
-      Result r;
-      r.reply = Reply::number(v);
       s.done(r);
       return;
     }
@@ -125,4 +130,28 @@ TEST_CASE("an answer that comes after the round is gone is dropped safely") {
   net.answer(0, 1);  // under ASan, a use after free here would be caught
   net.answer(1, 1);
   CHECK(net.sent.size() == 2);
+}
+
+TEST_CASE("a replica's answer is recorded as a replica's, never as a vote; a READONLY refusal tells one too") {
+  RecordingNetwork net(4);
+  net.roles = {"master", "replica", "", ""};
+  Round round(net, [](std::size_t) { return Request::command({"EVALSHA"}); });
+  net.answer(0, 1);
+  net.answer(1, 1);  // a writable replica that took the write
+  Result readonly;
+  readonly.failure = Failure::Reply;
+  readonly.error = "READONLY You can't write against a read only replica.";
+  net.answer(2, readonly);  // one whose ROLE was refused
+  Result timeout;
+  timeout.failure = Failure::Timeout;
+  timeout.error = "no answer within 100ms";
+  net.answer(3, timeout);
+  CHECK(round.results()[0]->ok());
+  for (std::size_t i : {std::size_t{1}, std::size_t{2}}) {
+    CAPTURE(i);
+    CHECK(round.results()[i]->failure == Failure::Replica);
+    CHECK(round.results()[i]->error == "a replica: it never counts as a vote");
+  }
+  CHECK(round.results()[3]->failure == Failure::Timeout);  // a failure stays what it was
+  CHECK(failure_name(Failure::Replica) == "replica");
 }

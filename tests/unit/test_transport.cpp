@@ -96,7 +96,9 @@ TEST_CASE("a reply that came in time is taken, however late the loop gets to rea
   t.send(0, Request::command({"PING"}), [&](Result x) { first = std::move(x); });
   Fd conn(accept(server.fd.get(), nullptr, nullptr));
   REQUIRE(conn);
-  REQUIRE(write(conn.get(), "+INFO\r\n+PONG\r\n", 14) == 14);
+  // INFO server and ROLE, which every connection starts with, then the PING.
+  const std::string prelude = "+INFO\r\n*3\r\n$6\r\nmaster\r\n:0\r\n*0\r\n+PONG\r\n";
+  REQUIRE(write(conn.get(), prelude.data(), prelude.size()) == static_cast<ssize_t>(prelude.size()));
   t.run_until([&] { return first.has_value(); }, Clock::now() + 2s);
   REQUIRE((first && first->ok()));
 
@@ -135,9 +137,9 @@ TEST_CASE("a connection the server still owes answers is never replaced: its req
   REQUIRE(conn);
   CHECK(accept(frozen.fd.get(), nullptr, nullptr) < 0);  // one connection, not two
 
-  // The server wakes up and answers all 41 (INFO, then the PINGs): the same connection goes on.
+  // The server wakes up and answers all 42 (INFO, ROLE, then the PINGs): the same connection goes on.
   std::string answers;
-  for (int i = 0; i < 41; ++i) answers += "+PONG\r\n";
+  for (int i = 0; i < 42; ++i) answers += "+PONG\r\n";
   REQUIRE(write(conn.get(), answers.data(), answers.size()) == static_cast<ssize_t>(answers.size()));
   t.run_until([] { return false; }, Clock::now() + 50ms);
   std::optional<Result> later;
@@ -163,6 +165,36 @@ TEST_CASE("a server that answers garbage is a protocol failure, not a crash") {
   server.join();
   CHECK(r.failure == Failure::Protocol);
   CHECK(r.error.find("not a Redis server") != std::string::npos);
+}
+
+TEST_CASE("ROLE goes in the first round trip with INFO and the request: a replica is known by its answer") {
+  Listener replica;
+  std::string received;
+  std::thread server([&] {
+    Fd c(accept(replica.fd.get(), nullptr, nullptr));
+    char buf[4096];
+    // Nothing is answered before the request itself has arrived: no extra round trip.
+    while (received.find("PING") == std::string::npos) {
+      ssize_t n = read(c.get(), buf, sizeof buf);
+      if (n <= 0) return;
+      received.append(buf, static_cast<std::size_t>(n));
+    }
+    const std::string answers =
+        "$22\r\n# Server\r\nrun_id:abc\r\n\r\n"
+        "*5\r\n$5\r\nslave\r\n$9\r\n127.0.0.1\r\n:6379\r\n$9\r\nconnected\r\n:42\r\n"
+        "+PONG\r\n";
+    [[maybe_unused]] auto n = write(c.get(), answers.data(), answers.size());
+    std::this_thread::sleep_for(100ms);
+  });
+  Transport t({replica.url()}, fast());
+  CHECK(t.role(0).empty());
+  Result r = one_request(t);
+  server.join();
+  CHECK(r.ok());
+  CHECK(t.role(0) == "replica");
+  CHECK(t.run_id(0) == "abc");
+  CHECK(received.find("INFO") < received.find("ROLE"));
+  CHECK(received.find("ROLE") < received.find("PING"));
 }
 
 TEST_CASE("a server that hangs up is a closed connection") {
