@@ -660,6 +660,54 @@ class BadInput(ClusterTest):
         self.assertIn("REDLOCK_SERVERS", r.stderr)
 
 
+class DatabaseNumbers(ClusterTest):
+    """A database a server does not have (it has 16) is a configuration error (78), found on
+    connecting, and nothing lands in database 0, where SELECT leaves a connection it refused."""
+
+    N = 3
+
+    def test_a_database_the_server_does_not_have_is_78(self):
+        a, b, c = self.cluster.servers
+        with a.client() as admin:
+            admin.call("SET", "job", "someone-else", "PX", "60000")
+        ran = os.path.join(self.scratch_dir(), "ran")
+        for args in (["acquire", "-n", "job"], ["run", "-n", "job", "--", "touch", ran], ["status", "job"],
+                     ["extend", "job", "--token", "t"], ["release", "job", "--force"]):
+            with self.subTest(args=args):
+                r = redlock(args, servers="redis://127.0.0.1:%d/99" % a.port)
+                self.assertEqual(r.code, 78, r)
+                self.assertEqual(r.stderr, "redlock: error: redis://127.0.0.1:%d/99: the server has no database 99 "
+                                 "(SELECT: ERR DB index is out of range)\n" % a.port)
+        self.assertFalse(os.path.exists(ran))
+        # Database 0 of that server untouched: the lock there kept, no fence counter raised.
+        with a.client() as admin:
+            self.assertEqual(admin.call("GET", "job"), b"someone-else")
+            self.assertEqual(admin.call("EXISTS", "{job}:redlock:fence"), 0)
+
+    def test_what_was_taken_elsewhere_is_given_back(self):
+        a, b, c = self.cluster.servers
+        servers = "%s,redis://127.0.0.1:%d/16,redis://127.0.0.1:%d/1000" % (a.address, b.port, c.port)
+        for args in (["acquire", "-n", "job"], ["--json", "run", "-n", "job", "--", "true"]):
+            r = redlock(args, servers=servers)
+            self.assertEqual(r.code, 78, r)
+            self.assertIn("the server has no database", r.stderr)
+            self.assertEqual(self.cluster.values("job"), [None] * 3)
+        self.assertEqual(r.json()["error"]["code"], 78)
+
+    def test_a_database_no_server_can_have_is_78_before_connecting(self):
+        for db in ("-1", "x", "2147483648", "99999999999"):
+            r = redlock(["acquire", "-n", "job"], servers="redis://127.0.0.1:1/" + db)
+            self.assertEqual(r.code, 78, r)
+            self.assertIn("bad db '%s'" % db, r.stderr)
+
+    def test_a_scheme_without_its_slashes_is_malformed(self):
+        for url in ("redis:/127.0.0.1", "redis:127.0.0.1", "redis//127.0.0.1"):
+            r = redlock(["status", "job"], servers=url)
+            self.assertEqual(r.code, 78, r)
+            self.assertEqual(r.stderr, "redlock: error: malformed server URL '%s' (expected redis://HOST[:PORT][/DB])\n"
+                             % url)
+
+
 class SameServerTwice(ClusterTest):
     """One server under two names is refused every time, not only when both happen to answer
     before the quorum is decided: a frozen server and a loaded machine must not matter."""
