@@ -331,13 +331,15 @@ class Help(unittest.TestCase):
         self.assertIn("redlock help [COMMAND]\n", top)
 
     def test_help_is_the_help_flag(self):
-        for words, same in ((["help"], ["--help"]), (["help", "help"], ["--help"]), (["-q", "help"], ["--help"])) + tuple(
-                (["help", c], [c, "--help"]) for c in list(SYNOPSES) + ["completion"]):
+        cases = [(["help"], ["--help"]), (["help", "help"], ["--help"]), (["-q", "help"], ["--help"])]
+        cases += [(["help", c], [c, "--help"]) for c in list(SYNOPSES) + ["completion"]]
+        for words, same in cases:
             with self.subTest(words=words):
                 r = redlock(words)
                 self.assertEqual((r.code, r.stderr), (0, ""), r)
                 self.assertEqual(r.stdout, redlock(same).stdout)
-        for words, shown in ((["help", "bogus"], "help: unknown command 'bogus'"), (["help", "run", "job"], "help takes one command")):
+        for words, shown in ((["help", "bogus"], "help: unknown command 'bogus'"),
+                             (["help", "run", "job"], "help takes one command")):
             r = redlock(words)
             self.assertEqual((r.code, r.stdout), (64, ""), r)
             self.assertEqual(r.stderr, "redlock: error: %s (commands: %s)\n" % (shown, COMMANDS))
@@ -360,8 +362,9 @@ class ErrorsNameWhatWasWrong(unittest.TestCase):
 
     def test_a_word_that_may_be_a_mistyped_options_value_is_not(self):
         for args in (["acquire", "x", "--pasword", "s3cr3t"], ["acquire", "x", "--pasword=s3cr3t"],
-                     ["acquire", "x", "-ps3cr3t"], ["acquire", "x", "-p", "s3cr3t"], ["--pasword", "s3cr3t", "acquire", "x"],
-                     ["--pasword=s3cr3t", "status", "x"], ["--pasword", "s3cr3t"], ["run", "x", "--pasword", "s3cr3t", "true"],
+                     ["acquire", "x", "-ps3cr3t"], ["acquire", "x", "-p", "s3cr3t"],
+                     ["--pasword", "s3cr3t", "acquire", "x"], ["--pasword=s3cr3t", "status", "x"],
+                     ["--pasword", "s3cr3t"], ["run", "x", "--pasword", "s3cr3t", "true"],
                      ["release", "x", "--force", "--pasword", "s3cr3t", "-q"]):
             with self.subTest(args=args):
                 message = self.error(args)
@@ -384,7 +387,8 @@ class ErrorsNameWhatWasWrong(unittest.TestCase):
 
     def test_a_commands_option_before_the_command_says_where_it_goes(self):
         self.assertEqual(self.error(["-n", "run", "job", "true"]),
-                         "redlock: error: -n is an option of acquire/run: put it after the command (redlock run -n ...)\n")
+                         "redlock: error: -n is an option of acquire/run: put it after the command "
+                         "(redlock run -n ...)\n")
         self.assertEqual(self.error(["--ttl", "5s", "acquire", "x"]),
                          "redlock: error: --ttl is an option of acquire/extend/run/doctor: put it after the command "
                          "(redlock acquire --ttl ...)\n")
@@ -400,12 +404,13 @@ class ErrorsNameWhatWasWrong(unittest.TestCase):
 
     def test_a_bad_variable_is_named_not_its_option(self):
         message = self.error(["status", "job"], env={"REDLOCK_JSON": "junk"})
-        self.assertEqual(message, "redlock: error: REDLOCK_JSON: 'junk' is not a valid value (a flag is 1, true, yes or "
-                         "on, or 0, false, no or off) (see redlock status --help)\n")
+        self.assertEqual(message, "redlock: error: REDLOCK_JSON: 'junk' is not a valid value (a flag is 1, true, "
+                         "yes or on, or 0, false, no or off) (see redlock status --help)\n")
         for variable, value, args, text in (
                 ("REDLOCK_TTL", "x", ["acquire", "job"], "REDLOCK_TTL: 'x' is not a duration"),
                 ("REDLOCK_TTL", "1ms", ["acquire", "job"], "REDLOCK_TTL=1ms leaves no validity"),
-                ("REDLOCK_TTL", "5s", ["run", "--renew", "20s", "job", "true"], "--renew 20s must be shorter than REDLOCK_TTL=5s"),
+                ("REDLOCK_TTL", "5s", ["run", "--renew", "20s", "job", "true"],
+                 "--renew 20s must be shorter than REDLOCK_TTL=5s"),
                 ("REDLOCK_TIMEOUT", "soon", ["status", "job"], "REDLOCK_TIMEOUT: 'soon' is not a duration"),
                 ("REDLOCK_NONBLOCK", "maybe", ["acquire", "job"], "REDLOCK_NONBLOCK: 'maybe' is not a valid value"),
                 ("REDLOCK_CONFLICT_EXIT_CODE", "300", ["acquire", "job"], "REDLOCK_CONFLICT_EXIT_CODE: "),
@@ -415,7 +420,8 @@ class ErrorsNameWhatWasWrong(unittest.TestCase):
                 self.assertIn(text, message)
                 self.assertNotIn("--" + variable[8:].lower().replace("_", "-"), message)
         # Given on the command line too, the option is what counts, and what is named.
-        self.assertIn("--ttl: 'y' is not a duration", self.error(["acquire", "job", "--ttl", "y"], env={"REDLOCK_TTL": "x"}))
+        self.assertIn("--ttl: 'y' is not a duration",
+                      self.error(["acquire", "job", "--ttl", "y"], env={"REDLOCK_TTL": "x"}))
         # From the configuration file: the variable and where it is set.
         with tempfile.TemporaryDirectory() as d:
             path = os.path.join(d, "config")
