@@ -16,11 +16,15 @@
 #include "commands.hpp"
 #include "error.hpp"
 #include "exit_codes.hpp"
+#include "help.hpp"
 
 using namespace redlock;
 using namespace redlock::cli;
 
 namespace {
+
+// The command line's words, argv[0] first.
+using Words = std::vector<std::string>;
 
 // A flag's value read as CLI11 reads it ("1", "true", "on", "yes"; "0", "false", "off", "no").
 bool flag_value(const std::string& text) {
@@ -32,9 +36,9 @@ bool flag_value(const std::string& text) {
 }
 
 // Whether the command line (or REDLOCK_JSON) asks for JSON, known even when parsing fails.
-bool wants_json(int argc, char** argv) {
-  for (int i = 1; i < argc; ++i) {
-    std::string_view a = argv[i];
+bool wants_json(const Words& words) {
+  for (std::size_t i = 1; i < words.size(); ++i) {
+    std::string_view a = words[i];
     if (a == "--") break;
     if (a == "--json") return true;
     if (a.substr(0, 7) == "--json=") return flag_value(std::string(a.substr(7)));
@@ -44,10 +48,9 @@ bool wants_json(int argc, char** argv) {
 }
 
 // Whether -V or --version comes before any "--": alone, it needs no subcommand built.
-bool wants_version(int argc, char** argv) {
-  for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--") == 0) break;
-    if (std::strcmp(argv[i], "-V") == 0 || std::strcmp(argv[i], "--version") == 0) return true;
+bool wants_version(const Words& words) {
+  for (std::size_t i = 1; i < words.size() && words[i] != "--"; ++i) {
+    if (words[i] == "-V" || words[i] == "--version") return true;
   }
   return false;
 }
@@ -65,7 +68,7 @@ bool takes_value(std::string_view a) {
   return false;
 }
 
-// "--timeout=1s" or "-S1.2.3.4:5" forms carry their value.
+// "--timeout=1s" or "-S1.2.3.4:5" forms carry their value, and "--json=true" a flag's.
 bool is_global(std::string_view a) {
   for (auto opt : kGlobalWithValue) {
     if (a == opt ||
@@ -74,7 +77,9 @@ bool is_global(std::string_view a) {
     }
   }
   for (auto flag : kGlobalFlags) {
-    if (a == flag) return true;
+    if (a == flag || (a.size() > flag.size() && a.substr(0, flag.size()) == flag && a[flag.size()] == '=')) {
+      return true;
+    }
   }
   // -v, -vv, -q, -qv …
   return a.size() >= 2 && a[0] == '-' && a[1] != '-' && a.find_first_not_of("vq", 1) == std::string_view::npos;
@@ -82,9 +87,9 @@ bool is_global(std::string_view a) {
 
 // The index of the first word that is neither an option nor an option's value: what was meant as
 // a command; 0 when there is none.
-int command_index(int argc, char** argv) {
-  for (int i = 1; i < argc; ++i) {
-    std::string_view a = argv[i];
+std::size_t command_index(const Words& words) {
+  for (std::size_t i = 1; i < words.size(); ++i) {
+    std::string_view a = words[i];
     if (a == "--") return 0;
     if (a.empty() || a[0] != '-') return i;
     if (takes_value(a)) ++i;
@@ -92,13 +97,34 @@ int command_index(int argc, char** argv) {
   return 0;
 }
 
-// The command's word (see command_index). AFTER is the word before it when that is an option
-// redlock does not know, whose value it may be.
-std::string first_word(int argc, char** argv, std::string* after) {
-  const int i = command_index(argc, argv);
-  if (i == 0) return {};
-  if (i > 1 && argv[i - 1][0] == '-' && !is_global(argv[i - 1])) *after = argv[i - 1];
-  return argv[i];
+// The command's word (see command_index).
+std::string first_word(const Words& words) {
+  const std::size_t i = command_index(words);
+  return i == 0 ? std::string() : words[i];
+}
+
+// "redlock help" is "redlock --help", and "redlock help CMD" is "redlock CMD --help".
+Words help_words(Words words) {
+  const std::size_t at = command_index(words);
+  if (at == 0 || words[at] != "help") return words;
+  std::vector<std::size_t> named;  // the words after "help" that are no options
+  for (std::size_t i = at + 1; i < words.size() && words[i] != "--"; ++i) {
+    if (words[i].empty() || words[i][0] != '-') named.push_back(i);
+  }
+  if (named.empty() || words[named[0]] == "help") {
+    words[at] = "--help";
+    if (!named.empty()) words.erase(words.begin() + static_cast<std::ptrdiff_t>(named[0]));
+  } else if (named.size() == 1 && is_command(words[named[0]])) {
+    words[at] = words[named[0]];
+    words[named[0]] = "--help";
+  } else {
+    // Echoed only right after "help": after an option it may be that option's value.
+    const bool shown = named.size() == 1 && named[0] == at + 1;
+    usage_error(
+        (shown ? "help: unknown command '" + printable(words[named[0]]) + "'" : std::string("help takes one command")) +
+        " (commands: " + command_list() + ")");
+  }
+  return words;
 }
 
 // What FLAG ("--kill-after", "-k") is to APP's command line, its parents' options included.
@@ -153,26 +179,26 @@ std::vector<std::string> end_run_options(const CLI::App& run, std::vector<std::s
 }
 
 // Global options may come after the subcommand (`redlock status -S URL NAME --json`): they are moved
-// in front of it, up to a "--" (after which everything is run's command).
-std::vector<char*> globals_first(int argc, char** argv) {
-  std::vector<char*> front{argv[0]};
+// in front of it, up to a "--" (after which everything is run's command). The pointers are into WORDS.
+std::vector<char*> globals_first(Words& words) {
+  std::vector<char*> front{words[0].data()};
   std::vector<char*> rest;
   bool seen_command = false;
-  for (int i = 1; i < argc; ++i) {
-    std::string_view a = argv[i];
+  for (std::size_t i = 1; i < words.size(); ++i) {
+    std::string_view a = words[i];
     if (a == "--") {
-      for (; i < argc; ++i) rest.push_back(argv[i]);
+      for (; i < words.size(); ++i) rest.push_back(words[i].data());
       break;
     }
     // One that needs a value but ends the line stays where it is, to be reported missing its value
     // there, rather than take the command's name as its value in front.
-    if (is_global(a) && !(takes_value(a) && i + 1 == argc)) {
-      front.push_back(argv[i]);
-      if (takes_value(a) && i + 1 < argc) front.push_back(argv[++i]);
+    if (is_global(a) && !(takes_value(a) && i + 1 == words.size())) {
+      front.push_back(words[i].data());
+      if (takes_value(a) && i + 1 < words.size()) front.push_back(words[++i].data());
       continue;
     }
     if (!seen_command && !a.empty() && a[0] != '-') seen_command = true;
-    (seen_command ? rest : front).push_back(argv[i]);
+    (seen_command ? rest : front).push_back(words[i].data());
   }
   front.insert(front.end(), rest.begin(), rest.end());
   return front;
@@ -208,6 +234,24 @@ const std::pair<const char*, Setup> kCommands[] = {
     {"acquire", setup_acquire}, {"extend", setup_extend}, {"release", setup_release},      {"status", setup_status},
     {"run", setup_run},         {"doctor", setup_doctor}, {"completion", setup_completion}};
 
+// Adds the commands to APP. Building a command's options costs more than running most commands:
+// only the one WORD names is built, none for --version alone (WORD null), and all of them for
+// --help or a word that names none. Returns whether WORD named one.
+bool add_commands(CLI::App& app, const GlobalOptions& global, Action& action, const std::string* word) {
+  bool named = false;
+  for (const auto& [name, setup] : kCommands) {
+    if (word != nullptr && *word == name) {
+      setup(app, global, action);
+      named = true;
+    }
+  }
+  if (!named && word != nullptr) {
+    for (const auto& [name, setup] : kCommands) setup(app, global, action);
+  }
+  for (CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) sub->group("Commands");
+  return named;
+}
+
 // What a configuration file may set: the variables of every option of every command, found where
 // the options are defined. Those of APP (the command being run) first: building every command's
 // options costs more than most commands, so it is done only for a name APP does not know.
@@ -228,6 +272,183 @@ std::function<bool(const std::string&)> option_variable_check(const CLI::App& ap
   };
 }
 
+// The name of option word WORD, without a value that may be attached: "--pasword" of
+// "--pasword=s3cr3t", "-p" of "-ps3cr3t", and of a cluster of flags ("-vn") its first letter that
+// is no global flag.
+std::string option_name(std::string_view word) {
+  if (word.substr(0, 2) == "--") return std::string(word.substr(0, word.find('=')));
+  const std::size_t letter = word.find_first_not_of("vq", 1);
+  return std::string("-") + word[letter == std::string_view::npos ? 1 : letter];
+}
+
+// The commands that have option NAME ("-n": acquire and run).
+std::vector<std::string> commands_with(const std::string& name) {
+  CLI::App every;
+  GlobalOptions global;
+  Action action;
+  std::vector<std::string> out;
+  for (const auto& [command, setup] : kCommands) {
+    setup(every, global, action);
+    if (option_kind(*every.get_subcommand(command), name) != OptionKind::Unknown) out.emplace_back(command);
+  }
+  return out;
+}
+
+// An option before the command that is none of the global options: one of a command's, given too
+// early ("redlock -n run ..."), or one nobody has. Empty when there is none. Only its name is
+// shown: the words after it may be its value (a mistyped --pasword's).
+std::string misplaced_option(const Words& words) {
+  std::string option;
+  std::string command;
+  for (std::size_t i = 1; i < words.size() && words[i] != "--" && command.empty(); ++i) {
+    const std::string& w = words[i];
+    if (is_command(w)) command = w;
+    const bool help = w == "-h" || w == "--help" || w == "-V" || w == "--version";
+    if (option.empty() && w.size() > 1 && w[0] == '-' && !is_global(w) && !help) option = option_name(w);
+    if (takes_value(w)) ++i;
+  }
+  if (option.empty()) return {};
+  const auto owners = commands_with(option);
+  if (owners.empty()) {
+    return "unknown option " + option +
+           (command.empty() ? " (commands: " + command_list() + ")" : std::string(" (see redlock --help)"));
+  }
+  std::string list;
+  for (const auto& o : owners) list += (list.empty() ? "" : "/") + o;
+  const bool has = command.empty() || std::find(owners.begin(), owners.end(), command) != owners.end();
+  if (!has)
+    return option + " is an option of " + list + ", not of " + command + " (see redlock " + command + " --help)";
+  return option + " is an option of " + list + ": put it after the command (redlock " +
+         (command.empty() ? owners.front() : command) + " " + option + " ...)";
+}
+
+// Words CLI11 found no place for. Each is named, but a word right after an unknown option without
+// an attached value is not: it may be that option's value (a mistyped --pasword's).
+std::string unexpected_words(const Words& words, const std::vector<std::string>& extras) {
+  auto unknown = [&](const std::string& w) {
+    const bool bare = w.substr(0, 2) == "--" ? w.find('=') == std::string::npos : w.size() == 2;
+    return w.size() > 1 && w[0] == '-' && bare && std::find(extras.begin(), extras.end(), w) != extras.end();
+  };
+  std::string shown;
+  std::size_t count = 0;
+  std::vector<std::string> hidden_after;
+  std::size_t at = 1;
+  for (const auto& extra : extras) {
+    if (extra == "--") continue;  // the end of run's options, put there by end_run_options
+    const auto i = static_cast<std::size_t>(
+        std::find(words.begin() + static_cast<std::ptrdiff_t>(std::min(at, words.size())), words.end(), extra) -
+        words.begin());
+    at = i + 1;
+    const bool option = extra.size() > 1 && extra[0] == '-';
+    if (!option && i < words.size() && unknown(words[i - 1])) {
+      hidden_after.push_back(words[i - 1]);
+      continue;
+    }
+    shown += (shown.empty() ? "" : " ") + (option ? option_name(extra) : "'" + printable(extra) + "'");
+    ++count;
+  }
+  std::string message = std::string(count == 1 ? "unexpected argument: " : "unexpected arguments: ") + shown;
+  if (hidden_after.size() == 1) {
+    const std::string option = count == 1 ? "it" : option_name(hidden_after[0]);
+    message += " (and the word after " + option + ", not shown: it may be its value)";
+  }
+  if (hidden_after.size() > 1)
+    message += " (and " + std::to_string(hidden_after.size()) + " words after unknown options, not shown)";
+  return message;
+}
+
+// MESSAGE with FLAG ("--ttl") replaced by NAME ("REDLOCK_TTL") where it stands as a word of its own,
+// "NAME=VALUE" where VALUE follows it.
+std::string replace_option(std::string message, const std::string& flag, const std::string& name,
+                           const std::string& value) {
+  for (std::size_t at = message.find(flag); at != std::string::npos; at = message.find(flag, at + 1)) {
+    const std::size_t end = at + flag.size();
+    if ((at > 0 && message[at - 1] != ' ') || (end < message.size() && std::strchr(" :,)", message[end]) == nullptr))
+      continue;
+    const std::string with_value = " " + value;
+    const bool valued = !value.empty() && message.compare(end, with_value.size(), with_value) == 0 &&
+                        (end + with_value.size() == message.size() || message[end + with_value.size()] == ' ');
+    message.replace(at, valued ? flag.size() + with_value.size() : flag.size(), valued ? name + "=" + value : name);
+  }
+  return message;
+}
+
+// A message about an option whose value came from its REDLOCK_* variable (the environment, or the
+// configuration file) names the variable, not the option nobody typed.
+std::string name_variables(std::string message, const CLI::App& app, const GlobalOptions& global) {
+  std::vector<const CLI::Option*> options = app.get_options();
+  for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
+    auto more = sub->get_options();
+    options.insert(options.end(), more.begin(), more.end());
+  }
+  for (const CLI::Option* o : options) {
+    const std::string& variable = o->get_envname();
+    const char* value = variable.empty() ? nullptr : std::getenv(variable.c_str());
+    if (value == nullptr || o->get_lnames().empty()) continue;
+    bool given = false;
+    for (const auto& n : o->get_lnames()) given = given || given_on_command_line(global, {"--" + n});
+    for (const auto& n : o->get_snames()) given = given || given_on_command_line(global, {"-" + n});
+    if (given) continue;
+    const std::string name =
+        global.config.applied.count(variable) ? variable + " (" + global.config.where(variable) + ")" : variable;
+    message = replace_option(message, "--" + o->get_lnames().front(), name, value);
+  }
+  return message;
+}
+
+// CLI11's "Could not convert: --json = junk", said as what is wrong.
+std::string conversion_message(const CLI::App& app, const std::string& message) {
+  constexpr std::string_view kPrefix = "Could not convert: ";
+  const std::size_t eq = message.find(" = ");
+  if (message.compare(0, kPrefix.size(), kPrefix) != 0 || eq == std::string::npos) return message;
+  const std::string option = message.substr(kPrefix.size(), eq - kPrefix.size());
+  std::string text = option + ": '" + message.substr(eq + 3) + "' is not a valid value";
+  if (option_kind(app, option) == OptionKind::Flag) text += " (a flag is 1, true, yes or on, or 0, false, no or off)";
+  return text;
+}
+
+// The one line of a command line CLI11 could not read, and its status (64).
+int parse_failed(const CLI::App& app, const CLI::ParseError& e, const Words& words, const GlobalOptions& global,
+                 bool json) {
+  const auto subs = app.get_subcommands();
+  const std::string command = subs.empty() ? "" : subs.front()->get_name();
+  const std::string see = " (see redlock " + (command.empty() ? "" : command + " ") + "--help)";
+  if (auto misplaced = misplaced_option(words); !misplaced.empty())
+    return fail(json, command, exit_code::kUsage, misplaced);
+  const std::string word = first_word(words);
+  if (subs.empty() && !word.empty() && !is_command(word)) {
+    return fail(json, command, exit_code::kUsage,
+                "unknown command '" + printable(word) + "' (commands: " + command_list() + ")");
+  }
+  if (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr)
+    return fail(json, command, exit_code::kUsage, unexpected_words(words, app.remaining(true)) + see);
+  if (subs.empty() && word.empty() && dynamic_cast<const CLI::RequiredError*>(&e) != nullptr)
+    return fail(json, command, exit_code::kUsage, "a command is required (commands: " + command_list() + ")");
+  const CLI::App& where = subs.empty() ? app : *subs.front();
+  return fail(json, command, exit_code::kUsage, name_variables(conversion_message(where, e.what()), app, global) + see);
+}
+
+// Runs the command that was parsed. An error it throws is one line on stderr, and its status.
+int run_command(const CLI::App& app, const Action& action, const GlobalOptions& global) {
+  const std::string command = app.get_subcommands().front()->get_name();
+  try {
+    int status = action();
+    // Not for run, whose status is its command's (and whose stdout is the command's).
+    return command == "run" ? status : checked_stdout(command, status);
+  } catch (const Error& e) {
+    switch (e.kind()) {
+      case ErrorKind::Usage:
+        return fail(global.json, command, exit_code::kUsage, name_variables(e.what(), app, global));
+      case ErrorKind::Config:
+        return fail(global.json, command, exit_code::kConfig, name_variables(e.what(), app, global));
+      case ErrorKind::Internal:
+        return fail(global.json, command, exit_code::kInternal, e.what());
+    }
+  } catch (const std::exception& e) {
+    return fail(global.json, command, exit_code::kInternal, std::string("internal error: ") + e.what());
+  }
+  return exit_code::kInternal;
+}
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -240,102 +461,50 @@ int main(int argc, char** argv) {
   GlobalOptions global;
   Action action;
   CLI::App app{"redlock: a distributed lock for shell scripts, over N independent Redis masters", "redlock"};
+  use_redlock_help(app);
   app.set_version_flag("-V,--version", "redlock " REDLOCK_VERSION);
   app.require_subcommand(1, 1);
   app.fallthrough();
   setup_global_options(app, global);
-  // Building a subcommand's options costs more than running most commands: build only the one
-  // named on the command line, none for --version alone, and all of them for --help or a word
-  // that names none.
-  std::string after_unknown;  // an unknown option just before WORD, whose value WORD may be
-  const std::string word = first_word(argc, argv, &after_unknown);
-  bool named = false;
-  for (const auto& [name, setup] : kCommands) {
-    if (word == name) {
-      setup(app, global, action);
-      named = true;
-    }
+  for (CLI::Option* option : app.get_options()) option->group("Global options");
+  Words words(argv, argv + argc);
+  try {
+    words = help_words(words);
+  } catch (const Error& e) {
+    return fail(wants_json(words), "", exit_code::kUsage, e.what());
   }
-  if (!named && !(word.empty() && wants_version(argc, argv))) {
-    for (const auto& [name, setup] : kCommands) setup(app, global, action);
-  }
+  const std::string word = first_word(words);
+  const bool version_only = word.empty() && wants_version(words);
+  const bool named = add_commands(app, global, action, version_only ? nullptr : &word);
 
-  if (!(word.empty() && wants_version(argc, argv))) {
+  if (!version_only) {
     // Before parsing: its settings are read as the environment's are, below them.
     try {
       global.config = load_config_file(option_variable_check(app));
     } catch (const Error& e) {
-      return fail(wants_json(argc, argv), named ? word : "", exit_code::kConfig, e.what());
+      return fail(wants_json(words), named ? word : "", exit_code::kConfig, e.what());
     }
   }
-  std::vector<std::string> words(argv, argv + argc);
-  if (word == "run")
-    words = end_run_options(*app.get_subcommand("run"), words, static_cast<std::size_t>(command_index(argc, argv)));
-  std::vector<char*> line;
-  for (auto& w : words) line.push_back(w.data());
-  const bool json = wants_json(static_cast<int>(line.size()), line.data());
-  std::string command;
-  std::vector<char*> args = globals_first(static_cast<int>(line.size()), line.data());
+  if (word == "run") words = end_run_options(*app.get_subcommand("run"), words, command_index(words));
+  const bool json = wants_json(words);
   for (std::size_t i = 1; i < words.size() && words[i] != "--"; ++i) global.words.push_back(words[i]);
+  Words parsed = words;
+  std::vector<char*> args = globals_first(parsed);
   try {
     app.parse(static_cast<int>(args.size()), args.data());
   } catch (const CLI::CallForHelp& e) {
-    return checked_stdout(command, app.exit(e));
+    return checked_stdout("", app.exit(e));
   } catch (const CLI::CallForAllHelp& e) {
-    return checked_stdout(command, app.exit(e));
+    return checked_stdout("", app.exit(e));
   } catch (const CLI::CallForVersion& e) {
-    if (!json) return checked_stdout(command, app.exit(e));
+    if (!json) return checked_stdout("", app.exit(e));
     Json version;
     version["version"] = 1;
     version["redlock"] = REDLOCK_VERSION;
     print_json(version);
-    return checked_stdout(command, exit_code::kOk);
-  } catch (const CLI::ExtrasError&) {
-    // Name the words that look like options; never echo the others (a mistyped --pasword's value).
-    std::string options;
-    std::size_t others = 0;
-    for (const auto& extra : app.remaining(true)) {
-      if (extra == "--") continue;  // the end of run's options, put there by end_run_options
-      if (!extra.empty() && extra[0] == '-') {
-        options += (options.empty() ? "" : " ") + extra;
-      } else {
-        ++others;
-      }
-    }
-    auto subs = app.get_subcommands();
-    if (!subs.empty()) command = subs.front()->get_name();
-    std::string message = "unexpected argument" + std::string(options.empty() ? "" : ": " + options);
-    if (others > 0)
-      message += (options.empty() ? " (" : " (and ") + std::to_string(others) + " other word(s), not shown)";
-    return fail(json, command, exit_code::kUsage, message + " (see redlock --help)");
+    return checked_stdout("", exit_code::kOk);
   } catch (const CLI::ParseError& e) {
-    auto subs = app.get_subcommands();
-    if (!subs.empty()) command = subs.front()->get_name();
-    if (subs.empty() && !word.empty()) {
-      // After an unknown option the word may be its value (a mistyped --pasword's): not echoed.
-      const std::string what = after_unknown.empty() ? "command '" + word + "'" : "option " + one_line(after_unknown);
-      return fail(json, command, exit_code::kUsage,
-                  "unknown " + what + " (commands: acquire, extend, release, status, run, doctor, completion)");
-    }
-    return fail(json, command, exit_code::kUsage, std::string(e.what()) + " (see redlock --help)");
+    return parse_failed(app, e, words, global, json);
   }
-  command = app.get_subcommands().front()->get_name();
-
-  try {
-    int status = action();
-    // Not for run, whose status is its command's (and whose stdout is the command's).
-    return command == "run" ? status : checked_stdout(command, status);
-  } catch (const Error& e) {
-    switch (e.kind()) {
-      case ErrorKind::Usage:
-        return fail(global.json, command, exit_code::kUsage, e.what());
-      case ErrorKind::Config:
-        return fail(global.json, command, exit_code::kConfig, e.what());
-      case ErrorKind::Internal:
-        return fail(global.json, command, exit_code::kInternal, e.what());
-    }
-  } catch (const std::exception& e) {
-    return fail(global.json, command, exit_code::kInternal, std::string("internal error: ") + e.what());
-  }
-  return exit_code::kInternal;
+  return run_command(app, action, global);
 }

@@ -523,7 +523,8 @@ void setup_run(CLI::App& app, const GlobalOptions& global, Action& action) {
   auto o = std::make_shared<RunOptions>();
   auto* sub = app.add_subcommand("run", "hold the lock for exactly as long as a command runs");
   add_acquire_options(*sub, o->acquire);
-  sub->add_option("CMD", o->argv, "the command and its arguments (after --)");
+  sub->add_option("CMD", o->argv,
+                  "the command and its arguments: from the first word after NAME that is no option (or after --)");
   sub->add_option("-c,--command", o->command, "run STR with $SHELL -c (default /bin/sh)")
       ->type_name("STR")
       ->envname("REDLOCK_COMMAND");

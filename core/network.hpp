@@ -23,13 +23,14 @@ enum class Failure {
   Timeout,    // no answer within --timeout (connect included)
   Connect,    // refused, unreachable, name not resolved
   Tls,        // handshake or certificate verification failed
-  Auth,       // AUTH or SELECT refused (wrong password, NOPERM, …)
+  Auth,       // AUTH refused, or SELECT by the ACL (wrong password, NOPERM, …)
   Io,         // a read or write failed
   Closed,     // the server closed the connection
   Protocol,   // the server does not speak RESP
   Reply,      // the server answered with an error reply
   Duplicate,  // the same server (run_id) is configured twice
   Replica,    // a replica answered: it never counts as a vote
+  Config,     // the server cannot be what its URL asks for: SELECT of a database it does not have
 };
 
 std::string_view failure_name(Failure f);

@@ -177,6 +177,7 @@ bool unsure_whether_run(Failure f) {
     case Failure::Connect:  // never sent
     case Failure::Tls:
     case Failure::Duplicate:  // ran on a server that answers for itself on its other connection
+    case Failure::Config:     // held back until the SELECT that failed
       return false;
     default:
       // Timeouts and broken connections may still run it; an error reply (NOPERM, say) may come
@@ -374,7 +375,7 @@ Redlock::Redlock(Network& network, Duration timeout) : network_(network), timeou
 
 void check_duplicates(const std::vector<std::optional<Result>>& results) {
   for (const auto& r : results) {
-    if (r && r->failure == Failure::Duplicate) config_error(r->error);
+    if (r && (r->failure == Failure::Duplicate || r->failure == Failure::Config)) config_error(r->error);
   }
 }
 
@@ -436,8 +437,9 @@ AcquireResult Redlock::attempt(const LockSpec& spec) {
                   (v.kind == Vote::Kind::Failed && (result->ok() || unsure_whether_run(result->failure)));
     res.servers.push_back(std::move(v.report));
   }
-  bool duplicate = std::any_of(round.results().begin(), round.results().end(),
-                               [](const auto& r) { return r && r->failure == Failure::Duplicate; });
+  bool duplicate = std::any_of(round.results().begin(), round.results().end(), [](const auto& r) {
+    return r && (r->failure == Failure::Duplicate || r->failure == Failure::Config);
+  });
 
   if (tally.won() && valid > spec.min_validity && !duplicate) {
     res.owner_record = owner;

@@ -21,7 +21,7 @@ struct ServerReport {
   std::string server;  // redacted URL
   bool ok = false;     // did what was asked
   // locked, reacquired, busy, foreign, extended, released, not_held, held, free, fenced,
-  // or a failure: timeout, connect, tls, auth, io, closed, protocol, error, duplicate, replica; unknown = no
+  // or a failure: timeout, connect, tls, auth, io, closed, protocol, error, duplicate, replica, config; unknown = no
   // answer by the time the outcome was decided.
   std::string result = "unknown";
   std::optional<Duration> latency;
@@ -209,7 +209,8 @@ std::optional<std::int64_t> agreed_fence(const std::vector<std::int64_t>& counte
 // within an event-loop turn or two, and is refused when it does. A frozen server costs only this.
 inline constexpr Duration kDuplicateGrace = std::chrono::microseconds(200);
 
-// Throws the configuration error of a server that turned out to be another configured server.
+// Throws the configuration error of a server that turned out to be another configured server, or
+// that cannot be what its URL asks for (a database it does not have).
 void check_duplicates(const std::vector<std::optional<Result>>& results);
 
 std::string_view outcome_name(AcquireOutcome o);

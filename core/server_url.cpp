@@ -122,6 +122,21 @@ void parse_host_port(std::string_view hostport, ServerUrl& url, const std::strin
   if (!port.empty()) url.port = parse_number(port, 1, 65535, "port", shown);
 }
 
+// A scheme written without its "//" ("redis:/host", "redis:host", "redis//host"), which would
+// otherwise be read as a bare HOST:PORT and refused for something else. Not "redis:6379" (a host
+// named redis), nor anything with user information ("redis:pw@host" is the user redis).
+void refuse_scheme_without_slashes(std::string_view text) {
+  if (text.find('@') != std::string_view::npos) return;
+  for (std::string_view scheme : {"rediss", "redis", "unix"}) {
+    if (text.size() <= scheme.size() || text.substr(0, scheme.size()) != scheme) continue;
+    std::string_view rest = text.substr(scheme.size());
+    if (rest[0] != ':' && rest[0] != '/') return;
+    if (rest[0] == ':' && rest.size() > 1 && rest.find_first_not_of("0123456789", 1) == std::string_view::npos) return;
+    const std::string form = scheme == "unix" ? "unix:///PATH[?db=N]" : std::string(scheme) + "://HOST[:PORT][/DB]";
+    config_error("malformed server URL '" + std::string(text) + "' (expected " + form + ")");
+  }
+}
+
 }  // namespace
 
 std::string ServerUrl::redacted() const {
@@ -198,6 +213,8 @@ ServerUrl parse_server_url(std::string_view text) {
   } else if (!scheme.empty()) {
     config_error("unknown scheme '" + scheme +
                  "://' in server URL (expected redis://, rediss://, unix:// or HOST:PORT)");
+  } else {
+    refuse_scheme_without_slashes(text);
   }
 
   if (text.empty()) config_error("empty server URL");
@@ -233,10 +250,13 @@ ServerUrl parse_server_url(std::string_view text) {
   std::string_view hostport = rest.substr(0, slash);
   if (slash != std::string_view::npos) {
     if (scheme.empty()) config_error("a bare HOST:PORT takes no path; use redis://HOST:PORT/DB in '" + shown + "'");
+  }
+  // The host first: in "redis:///0" it is the host that is missing, not the db that is wrong.
+  parse_host_port(hostport, url, shown);
+  if (slash != std::string_view::npos) {
     std::string_view db = rest.substr(slash + 1);
     if (!db.empty()) url.db = parse_number(db, 0, 1 << 20, "db", shown);
   }
-  parse_host_port(hostport, url, shown);
   return url;
 }
 

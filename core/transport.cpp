@@ -83,6 +83,8 @@ std::string_view failure_name(Failure f) {
       return "duplicate";
     case Failure::Replica:
       return "replica";
+    case Failure::Config:
+      return "config";
   }
   return "unknown";
 }
@@ -185,7 +187,7 @@ class Transport::Connection {
   }
 
   // Nothing reaches a server before its connection is made (and, for TLS, its handshake done).
-  bool flushed() const { return !stream_ || !connected_ || out_pos_ == out_.size(); }
+  bool flushed() const { return !stream_ || !connected_ || (out_pos_ == out_.size() && held_.empty()); }
 
   void expire(TimePoint now) {
     // A deadline measures the server, not our scheduling: on a loaded host the reply may have
@@ -318,6 +320,8 @@ class Transport::Connection {
     want_write_ = false;
     out_.clear();
     out_pos_ = 0;
+    held_.clear();
+    selecting_ = false;
 
     const auto& user = url().user ? url().user : owner_.options_.user;
     const auto& password = url().password ? url().password : owner_.options_.password;
@@ -333,6 +337,9 @@ class Transport::Connection {
     if (url().db != 0) {
       encode_argv({"SELECT", std::to_string(url().db)});
       push_prelude(Pending::Kind::Prelude, "SELECT", now);
+      // After a SELECT that fails, the server runs what follows in database 0: a release --force
+      // would delete a lock there. Requests wait for its +OK (a round trip, once per connection).
+      selecting_ = true;
     }
     // The run_id tells two URLs of one server apart from two servers; asked once per connection,
     // in the same round trip as the first request.
@@ -355,8 +362,9 @@ class Transport::Connection {
   void encode_argv(const std::vector<std::string>& argv) { encode_command(argv, out_); }
 
   void encode(const Request& request, bool full_script) {
+    std::string& to = selecting_ ? held_ : out_;
     if (!request.script) {
-      encode_command(request.argv, out_);
+      encode_command(request.argv, to);
       return;
     }
     std::vector<std::string> argv;
@@ -364,7 +372,7 @@ class Transport::Connection {
     argv.emplace_back(full_script ? "EVAL" : "EVALSHA");
     argv.emplace_back(full_script ? request.script->body : request.script->sha1);
     argv.insert(argv.end(), request.argv.begin(), request.argv.end());
-    encode_command(argv, out_);
+    encode_command(argv, to);
   }
 
   // Hands every complete reply to its request. Returns false when the connection failed.
@@ -391,9 +399,14 @@ class Transport::Connection {
       switch (p.kind) {
         case Pending::Kind::Prelude:
           if (reply->is_error()) {
-            fail(classify_error_reply(reply->str) == Failure::Auth || p.what == "AUTH" ? Failure::Auth : Failure::Reply,
-                 p.what + " refused: " + reply->str, now);
+            prelude_refused(p.what, reply->str, now);
             return false;
+          }
+          if (p.what == "SELECT") {
+            selecting_ = false;
+            out_ += held_;
+            held_.clear();
+            drive_write_only(now);
           }
           break;
         case Pending::Kind::Info:
@@ -433,6 +446,20 @@ class Transport::Connection {
           break;
       }
       if (!stream_) return false;  // a callback failed us
+    }
+  }
+
+  // AUTH refused, or SELECT: by the ACL (NOPERM) an authentication failure, else a database this
+  // server cannot give (out of range, cluster mode), which no retry mends: a configuration error.
+  void prelude_refused(const std::string& what, const std::string& reply, TimePoint now) {
+    if (what == "AUTH" || classify_error_reply(reply) == Failure::Auth) {
+      fail(Failure::Auth, what + " refused: " + reply, now);
+    } else if (what == "SELECT") {
+      fail(Failure::Config,
+           url().redacted() + ": the server has no database " + std::to_string(url().db) + " (SELECT: " + reply + ")",
+           now);
+    } else {
+      fail(Failure::Reply, what + " refused: " + reply, now);
     }
   }
 
@@ -511,6 +538,9 @@ class Transport::Connection {
   bool want_write_ = false;
   std::string out_;
   std::size_t out_pos_ = 0;
+  // Requests encoded while a SELECT is unanswered, sent after its +OK.
+  std::string held_;
+  bool selecting_ = false;
   std::string in_;
   std::deque<Pending> pending_;
   std::string run_id_;

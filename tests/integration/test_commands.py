@@ -7,6 +7,7 @@ import re
 import signal
 import stat
 import subprocess
+import tempfile
 import time
 import unittest
 
@@ -295,6 +296,140 @@ class EveryOptionFromTheEnvironment(unittest.TestCase):
         r = redlock(["extend", "job"], env={"REDLOCK_SERVERS": "127.0.0.1:1", "REDLOCK_TIMEOUT": "50ms",
                                              "REDLOCK_TOKEN": "t"})
         self.assertEqual(r.code, 69, r)
+
+
+SYNOPSES = {
+    "acquire": ["acquire NAME [OPTIONS]"],
+    "extend": ["extend NAME --token TOKEN [--ttl DUR]"],
+    "release": ["release NAME (--token TOKEN | --force)"],
+    "status": ["status NAME"],
+    "run": ["run [OPTIONS] NAME [OPTIONS] [--] CMD [ARG...]", "run [OPTIONS] NAME [OPTIONS] -c STR"],
+    "doctor": ["doctor [--ttl DUR]"],
+}
+COMMANDS = "acquire, extend, release, status, run, doctor, completion"
+
+
+class Help(unittest.TestCase):
+    def test_each_command_shows_its_synopsis_and_the_global_options(self):
+        for command, lines in SYNOPSES.items():
+            with self.subTest(command=command):
+                r = redlock([command, "--help"])
+                self.assertEqual((r.code, r.stderr), (0, ""), r)
+                for line in lines:
+                    self.assertIn("redlock [GLOBAL OPTIONS] " + line + "\n", r.stdout)
+                globals_at = r.stdout.index("\nGlobal options (before or after the command):\n")
+                for option in ("-S,--servers", "--timeout", "--json", "-v,--verbose", "--prefix"):
+                    self.assertIn(option, r.stdout[globals_at:])
+        # completion reads no server: no global option applies to it.
+        r = redlock(["completion", "--help"])
+        self.assertIn("Usage: redlock completion bash|zsh\n", r.stdout)
+        self.assertNotIn("--servers", r.stdout)
+        # The top-level help lists every synopsis.
+        top = redlock(["--help"]).stdout
+        for lines in SYNOPSES.values():
+            for line in lines:
+                self.assertIn("redlock [GLOBAL OPTIONS] " + line + "\n", top)
+        self.assertIn("redlock help [COMMAND]\n", top)
+
+    def test_help_is_the_help_flag(self):
+        cases = [(["help"], ["--help"]), (["help", "help"], ["--help"]), (["-q", "help"], ["--help"])]
+        cases += [(["help", c], [c, "--help"]) for c in list(SYNOPSES) + ["completion"]]
+        for words, same in cases:
+            with self.subTest(words=words):
+                r = redlock(words)
+                self.assertEqual((r.code, r.stderr), (0, ""), r)
+                self.assertEqual(r.stdout, redlock(same).stdout)
+        for words, shown in ((["help", "bogus"], "help: unknown command 'bogus'"),
+                             (["help", "run", "job"], "help takes one command")):
+            r = redlock(words)
+            self.assertEqual((r.code, r.stdout), (64, ""), r)
+            self.assertEqual(r.stderr, "redlock: error: %s (commands: %s)\n" % (shown, COMMANDS))
+
+
+class ErrorsNameWhatWasWrong(unittest.TestCase):
+    """Each usage error says what was wrong, in one line, with what to read next."""
+
+    def error(self, args, env=None):
+        r = redlock(args, servers="127.0.0.1:1", env=env)
+        self.assertEqual((r.code, r.stdout), (64, ""), (args, r))
+        self.assertEqual(r.stderr.count("\n"), 1, r)
+        return r.stderr
+
+    def test_a_stray_word_is_named(self):
+        self.assertEqual(self.error(["acquire", "x", "extra"]),
+                         "redlock: error: unexpected argument: 'extra' (see redlock acquire --help)\n")
+        self.assertEqual(self.error(["status", "x", "y", "-n"]),
+                         "redlock: error: unexpected arguments: 'y' -n (see redlock status --help)\n")
+
+    def test_a_word_that_may_be_a_mistyped_options_value_is_not(self):
+        for args in (["acquire", "x", "--pasword", "s3cr3t"], ["acquire", "x", "--pasword=s3cr3t"],
+                     ["acquire", "x", "-ps3cr3t"], ["acquire", "x", "-p", "s3cr3t"],
+                     ["--pasword", "s3cr3t", "acquire", "x"], ["--pasword=s3cr3t", "status", "x"],
+                     ["--pasword", "s3cr3t"], ["run", "x", "--pasword", "s3cr3t", "true"],
+                     ["release", "x", "--force", "--pasword", "s3cr3t", "-q"]):
+            with self.subTest(args=args):
+                message = self.error(args)
+                self.assertNotIn("s3cr3t", message)
+                self.assertRegex(message, r"(--pasword|-p)\b")
+        self.assertEqual(self.error(["acquire", "x", "--pasword", "s3cr3t"]),
+                         "redlock: error: unexpected argument: --pasword (and the word after it, not shown: it may be "
+                         "its value) (see redlock acquire --help)\n")
+        r = redlock(["--json", "acquire", "x", "--pasword", "s3cr3t"])
+        self.assertEqual(r.json()["error"]["code"], 64)
+        self.assertNotIn("s3cr3t", r.stdout + r.stderr)
+        # A word after an option that holds its value is no value: it is named.
+        self.assertIn("'extra'", self.error(["acquire", "x", "--pasword=s3cr3t", "extra"]))
+
+    def test_an_unknown_option_before_the_command_is_named(self):
+        self.assertEqual(self.error(["--bogus"]), "redlock: error: unknown option --bogus (commands: %s)\n" % COMMANDS)
+        self.assertEqual(self.error(["--bogus", "status", "x"]),
+                         "redlock: error: unknown option --bogus (see redlock --help)\n")
+        self.assertEqual(self.error([]), "redlock: error: a command is required (commands: %s)\n" % COMMANDS)
+
+    def test_a_commands_option_before_the_command_says_where_it_goes(self):
+        self.assertEqual(self.error(["-n", "run", "job", "true"]),
+                         "redlock: error: -n is an option of acquire/run: put it after the command "
+                         "(redlock run -n ...)\n")
+        self.assertEqual(self.error(["--ttl", "5s", "acquire", "x"]),
+                         "redlock: error: --ttl is an option of acquire/extend/run/doctor: put it after the command "
+                         "(redlock acquire --ttl ...)\n")
+        self.assertEqual(self.error(["-qn", "--ttl=5s", "status", "x"]),
+                         "redlock: error: -n is an option of acquire/run, not of status (see redlock status --help)\n")
+
+    def test_a_commands_error_points_at_its_help(self):
+        self.assertEqual(self.error(["status"]), "redlock: error: NAME is required (see redlock status --help)\n")
+        self.assertEqual(self.error(["acquire", "job", "--bogus"]),
+                         "redlock: error: unexpected argument: --bogus (see redlock acquire --help)\n")
+        self.assertEqual(self.error(["release", "job", "--token"]),
+                         "redlock: error: --token: 1 required TEXT missing (see redlock release --help)\n")
+
+    def test_a_bad_variable_is_named_not_its_option(self):
+        message = self.error(["status", "job"], env={"REDLOCK_JSON": "junk"})
+        self.assertEqual(message, "redlock: error: REDLOCK_JSON: 'junk' is not a valid value (a flag is 1, true, "
+                         "yes or on, or 0, false, no or off) (see redlock status --help)\n")
+        for variable, value, args, text in (
+                ("REDLOCK_TTL", "x", ["acquire", "job"], "REDLOCK_TTL: 'x' is not a duration"),
+                ("REDLOCK_TTL", "1ms", ["acquire", "job"], "REDLOCK_TTL=1ms leaves no validity"),
+                ("REDLOCK_TTL", "5s", ["run", "--renew", "20s", "job", "true"],
+                 "--renew 20s must be shorter than REDLOCK_TTL=5s"),
+                ("REDLOCK_TIMEOUT", "soon", ["status", "job"], "REDLOCK_TIMEOUT: 'soon' is not a duration"),
+                ("REDLOCK_NONBLOCK", "maybe", ["acquire", "job"], "REDLOCK_NONBLOCK: 'maybe' is not a valid value"),
+                ("REDLOCK_CONFLICT_EXIT_CODE", "300", ["acquire", "job"], "REDLOCK_CONFLICT_EXIT_CODE: "),
+                ("REDLOCK_KILL_AFTER", "x", ["run", "job", "true"], "REDLOCK_KILL_AFTER: 'x' is not a duration")):
+            with self.subTest(variable=variable, value=value):
+                message = self.error(args, env={variable: value})
+                self.assertIn(text, message)
+                self.assertNotIn("--" + variable[8:].lower().replace("_", "-"), message)
+        # Given on the command line too, the option is what counts, and what is named.
+        self.assertIn("--ttl: 'y' is not a duration",
+                      self.error(["acquire", "job", "--ttl", "y"], env={"REDLOCK_TTL": "x"}))
+        # From the configuration file: the variable and where it is set.
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "config")
+            with open(path, "w") as f:
+                f.write("# locks\nREDLOCK_TTL=soon\n")
+            self.assertIn("REDLOCK_TTL (%s:2): 'soon' is not a duration" % path,
+                          self.error(["acquire", "job"], env={"REDLOCK_CONFIG": path}))
 
 
 class TokenNobodySaw(ClusterTest):
@@ -625,7 +760,7 @@ class BadInput(ClusterTest):
         self.assert_error(["acquire"], 64, "NAME")
         self.assert_error(["acquire", "job", "--bogus"], 64, "bogus")
         self.assert_error(["frobnicate"], 64, "frobnicate")
-        self.assert_error([], 64, "subcommand")
+        self.assert_error([], 64, "a command is required")
         self.assert_error(["acquire", "job", "--ttl", "0"], 64, "--ttl")
         self.assert_error(["acquire", "job", "--ttl", "-1s"], 64, "--ttl")
         self.assert_error(["acquire", "job", "--ttl", "ten"], 64, "--ttl")
@@ -641,7 +776,7 @@ class BadInput(ClusterTest):
         self.assert_error(["acquire", "job", "-E", "300"], 64, "")
         self.assert_error(["acquire", "job", "--drift", "2"], 64, "")
         self.assert_error(["acquire", "job", "--drift", "nan"], 64, "--drift: must be a number from 0 to 0.5")
-        self.assert_error(["acquire", "job"], 64, "--drift", env={"REDLOCK_DRIFT": "nan"})
+        self.assert_error(["acquire", "job"], 64, "REDLOCK_DRIFT: must be a number", env={"REDLOCK_DRIFT": "nan"})
         self.assert_error(["--timeout", "0", "acquire", "job"], 64, "--timeout")
         # A lock key that could be another lock's helper key (its owner record would overwrite it).
         self.assert_error(["acquire", "{job}:redlock:owner"], 64, "helper keys")
@@ -719,6 +854,54 @@ class BadInput(ClusterTest):
         r = redlock(["acquire", "job"], env={"REDLOCK_SERVERS": " , "})
         self.assertEqual(r.code, 78, r)
         self.assertIn("REDLOCK_SERVERS", r.stderr)
+
+
+class DatabaseNumbers(ClusterTest):
+    """A database a server does not have (it has 16) is a configuration error (78), found on
+    connecting, and nothing lands in database 0, where SELECT leaves a connection it refused."""
+
+    N = 3
+
+    def test_a_database_the_server_does_not_have_is_78(self):
+        a, b, c = self.cluster.servers
+        with a.client() as admin:
+            admin.call("SET", "job", "someone-else", "PX", "60000")
+        ran = os.path.join(self.scratch_dir(), "ran")
+        for args in (["acquire", "-n", "job"], ["run", "-n", "job", "--", "touch", ran], ["status", "job"],
+                     ["extend", "job", "--token", "t"], ["release", "job", "--force"]):
+            with self.subTest(args=args):
+                r = redlock(args, servers="redis://127.0.0.1:%d/99" % a.port)
+                self.assertEqual(r.code, 78, r)
+                self.assertEqual(r.stderr, "redlock: error: redis://127.0.0.1:%d/99: the server has no database 99 "
+                                 "(SELECT: ERR DB index is out of range)\n" % a.port)
+        self.assertFalse(os.path.exists(ran))
+        # Database 0 of that server untouched: the lock there kept, no fence counter raised.
+        with a.client() as admin:
+            self.assertEqual(admin.call("GET", "job"), b"someone-else")
+            self.assertEqual(admin.call("EXISTS", "{job}:redlock:fence"), 0)
+
+    def test_what_was_taken_elsewhere_is_given_back(self):
+        a, b, c = self.cluster.servers
+        servers = "%s,redis://127.0.0.1:%d/16,redis://127.0.0.1:%d/1000" % (a.address, b.port, c.port)
+        for args in (["acquire", "-n", "job"], ["--json", "run", "-n", "job", "--", "true"]):
+            r = redlock(args, servers=servers)
+            self.assertEqual(r.code, 78, r)
+            self.assertIn("the server has no database", r.stderr)
+            self.assertEqual(self.cluster.values("job"), [None] * 3)
+        self.assertEqual(r.json()["error"]["code"], 78)
+
+    def test_a_database_no_server_can_have_is_78_before_connecting(self):
+        for db in ("-1", "x", "2147483648", "99999999999"):
+            r = redlock(["acquire", "-n", "job"], servers="redis://127.0.0.1:1/" + db)
+            self.assertEqual(r.code, 78, r)
+            self.assertIn("bad db '%s'" % db, r.stderr)
+
+    def test_a_scheme_without_its_slashes_is_malformed(self):
+        for url in ("redis:/127.0.0.1", "redis:127.0.0.1", "redis//127.0.0.1"):
+            r = redlock(["status", "job"], servers=url)
+            self.assertEqual(r.code, 78, r)
+            self.assertEqual(r.stderr, "redlock: error: malformed server URL '%s' (expected redis://HOST[:PORT][/DB])\n"
+                             % url)
 
 
 class SameServerTwice(ClusterTest):

@@ -182,6 +182,10 @@ class BothShells(unittest.TestCase):
             self.assertEqual(r.code, 64, (args, r))
             self.assertTrue(r.stderr.startswith("redlock: error: "), r)
             self.assertEqual(r.out, b"")
+        # The shells there are, in words that do not read as if $SHELL were unset.
+        r = redlock(["completion", "fish"], env={"SHELL": "/usr/bin/fish"})
+        self.assertEqual(r.stderr,
+                         "redlock: error: no completion script for 'fish': there are scripts for bash and zsh\n")
 
 
 if __name__ == "__main__":

@@ -230,7 +230,7 @@ class CommandLine(RunTest):
         # An option redlock does not know, before CMD, is still an error of redlock's.
         r = self.rl("run", "job", "--bogus", "true")
         self.assertEqual(r.code, 64, r)
-        self.assertEqual(r.stderr, "redlock: error: unexpected argument: --bogus (see redlock --help)\n")
+        self.assertEqual(r.stderr, "redlock: error: unexpected argument: --bogus (see redlock run --help)\n")
 
 
 class Signals(RunTest):

@@ -155,6 +155,38 @@ TEST_CASE("server URLs: a query or fragment is named as what is wrong") {
   CHECK(parse_server_url("redis://u:p?w#d@h:1").password == "p?w#d");
 }
 
+TEST_CASE("server URLs: a scheme without its slashes is a malformed URL") {
+  auto message = [](const char* url) {
+    try {
+      parse_server_url(url);
+    } catch (const Error& e) {
+      CHECK(e.kind() == ErrorKind::Config);
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  for (const char* bad :
+       {"redis:/host", "redis:host", "redis//host", "redis:/host:6379/1", "redis:host:6379", "redis:"}) {
+    CAPTURE(bad);
+    CHECK(message(bad) == "malformed server URL '" + std::string(bad) + "' (expected redis://HOST[:PORT][/DB])");
+  }
+  CHECK(message("rediss:/h") == "malformed server URL 'rediss:/h' (expected rediss://HOST[:PORT][/DB])");
+  CHECK(message("unix:/run/redis.sock") ==
+        "malformed server URL 'unix:/run/redis.sock' (expected unix:///PATH[?db=N])");
+  // A host named like a scheme, and a user named so, are what they say.
+  CHECK(parse_server_url("redis:6379").host == "redis");
+  CHECK(parse_server_url("unix:7000").port == 7000);
+  CHECK(parse_server_url("redis:pw@h:1").user == "redis");
+  // What is missing is named, before anything that follows it.
+  CHECK(message("redis:///0").find("missing host") == 0);
+  // A database no server can have: negative, not a number, beyond any int.
+  for (const char* bad : {"redis://h/-1", "redis://h/x", "redis://h/1.5", "redis://h/4294967296",
+                          "redis://h/2147483648", "unix:///s?db=-2"}) {
+    CAPTURE(bad);
+    CHECK(message(bad).find("bad db") == 0);
+  }
+}
+
 TEST_CASE("server URLs: redacted form hides the password") {
   CHECK(parse_server_url("redis://alice:s3cret@h:1/2").redacted() == "redis://alice:***@h:1/2");
   CHECK(parse_server_url("redis://:s3cret@h").redacted() == "redis://***@h:6379");
