@@ -11,8 +11,8 @@
 #include <cstring>
 
 #include "commands.hpp"
-#include "enclosing.hpp"
 #include "duration.hpp"
+#include "enclosing.hpp"
 #include "error.hpp"
 #include "exit_codes.hpp"
 #include "faults.hpp"

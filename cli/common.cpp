@@ -568,6 +568,39 @@ void refuse_empty_token(const GlobalOptions& global, const std::string& token) {
   if (token.empty() && given_on_command_line(global, {"--token"})) usage_error("--token: must not be empty");
 }
 
+namespace {
+
+std::string read_token_file(const std::string& path) {
+  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK));
+  if (!fd) config_error("--token-file '" + printable(path) + "': " + std::strerror(errno));
+  std::string content;
+  char buf[4096];
+  for (ssize_t n; (n = ::read(fd.get(), buf, sizeof buf)) != 0;) {
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) config_error("--token-file '" + printable(path) + "': " + std::strerror(errno));
+    content.append(buf, static_cast<std::size_t>(n));
+    if (content.size() > 64 * 1024) config_error("--token-file '" + printable(path) + "' is too large for a token");
+  }
+  std::string token = content.substr(0, content.find('\n'));
+  if (token.empty()) config_error("--token-file '" + printable(path) + "' holds no token");
+  return token;
+}
+
+}  // namespace
+
+std::string held_token(const GlobalOptions& global, const std::string& token, const std::string& token_file,
+                       const std::string& key, bool inherit) {
+  refuse_empty_token(global, token);
+  const bool file_flag = given_on_command_line(global, {"--token-file"});
+  if (given_on_command_line(global, {"--token"}) && file_flag) {
+    usage_error("give either --token TOKEN or --token-file FILE, not both");
+  }
+  if (!token.empty() && !file_flag) return token;
+  if (!token_file.empty()) return read_token_file(token_file);
+  if (!token.empty()) return token;
+  return inherit ? inherited_token(global, key).value_or("") : "";
+}
+
 std::optional<std::string> inherited_token(const GlobalOptions& options, const std::string& key) {
   const auto locks = enclosing_locks();
   if (locks.empty()) {

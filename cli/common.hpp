@@ -100,6 +100,12 @@ std::optional<std::string> inherited_token(const GlobalOptions& options, const s
 // A --token given empty on the command line is a usage error: a script's unset variable
 // (--token "$T") must not fall back to REDLOCK_TOKEN or to a new token.
 void refuse_empty_token(const GlobalOptions& global, const std::string& token);
+// The token of a held lock KEY for extend and release: --token, else the first line of
+// --token-file (as acquire --token-file writes it: a token need never be in argv, where ps shows
+// it), else, when INHERIT, inherited_token. Empty when there is none. Both options on the command
+// line are a usage error; a file that cannot be read or holds no token is a configuration error.
+std::string held_token(const GlobalOptions& global, const std::string& token, const std::string& token_file,
+                       const std::string& key, bool inherit);
 
 // Parses a duration option; ALLOW_ZERO false makes 0 a usage error too.
 Duration duration_option(const std::string& text, const char* what, bool allow_zero);

@@ -13,15 +13,14 @@ namespace {
 struct ExtendOptions {
   std::string name;
   std::string token;
+  std::string token_file;
   std::string ttl = "30s";
 };
 
 int run_extend(const ExtendOptions& o, const GlobalOptions& global) {
   LockKeys keys = lock_keys(global, o.name);
-  refuse_empty_token(global, o.token);
-  std::string token = o.token;
-  if (token.empty()) token = inherited_token(global, keys.lock).value_or("");
-  if (token.empty()) usage_error("extend needs --token TOKEN (or REDLOCK_TOKEN)");
+  const std::string token = held_token(global, o.token, o.token_file, keys.lock, true);
+  if (token.empty()) usage_error("extend needs --token TOKEN or --token-file FILE (or REDLOCK_TOKEN)");
   Duration ttl = ttl_option(o.ttl, "--ttl");
   auto transport = connect_servers(global);
   Redlock redlock(*transport, request_timeout(global));
@@ -63,6 +62,9 @@ void setup_extend(CLI::App& app, const GlobalOptions& global, Action& action) {
   auto* sub = app.add_subcommand("extend", "reset the expiry of a lock held with TOKEN");
   sub->add_option("NAME", o->name, "the lock's name")->required();
   sub->add_option("--token", o->token, "the token the lock is held with (else REDLOCK_TOKEN)");
+  sub->add_option("--token-file", o->token_file, "read the token from FILE's first line (as acquire wrote it)")
+      ->type_name("FILE")
+      ->envname("REDLOCK_TOKEN_FILE");
   sub->add_option("--ttl", o->ttl, "new expiry")->type_name("DUR")->envname("REDLOCK_TTL")->capture_default_str();
   sub->callback([o, &global, &action] { action = [o, &global] { return run_extend(*o, global); }; });
 }

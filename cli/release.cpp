@@ -12,19 +12,20 @@ namespace {
 struct ReleaseOptions {
   std::string name;
   std::string token;
+  std::string token_file;
   bool force = false;
 };
 
 int run_release(const ReleaseOptions& o, const GlobalOptions& global) {
   LockKeys keys = lock_keys(global, o.name);
-  refuse_empty_token(global, o.token);
-  std::string token = o.token;
   bool force = o.force;
   // REDLOCK_TOKEN stands in for --token, but never turns a --force into a usage error; and a
   // --token on the command line beats a REDLOCK_FORCE (flag, then environment).
-  if (token.empty() && !force) token = inherited_token(global, keys.lock).value_or("");
+  const bool token_given = given_on_command_line(global, {"--token", "--token-file"});
+  std::string token = held_token(global, o.token, force && !token_given ? "" : o.token_file, keys.lock, !force);
   if (force && !token.empty() && !given_on_command_line(global, {"--force"})) force = false;
-  if (force == !token.empty()) usage_error("release needs exactly one of --token TOKEN and --force");
+  if (force == !token.empty())
+    usage_error("release needs exactly one of --token TOKEN (or --token-file FILE) and --force");
   auto transport = connect_servers(global);
   Redlock redlock(*transport, request_timeout(global));
   ReleaseResult r = redlock.release(keys, token, force);
@@ -66,6 +67,9 @@ void setup_release(CLI::App& app, const GlobalOptions& global, Action& action) {
   auto* sub = app.add_subcommand("release", "delete the lock if it holds TOKEN (or whoever holds it, --force)");
   sub->add_option("NAME", o->name, "the lock's name")->required();
   sub->add_option("--token", o->token, "the token the lock is held with (else REDLOCK_TOKEN)");
+  sub->add_option("--token-file", o->token_file, "read the token from FILE's first line (as acquire wrote it)")
+      ->type_name("FILE")
+      ->envname("REDLOCK_TOKEN_FILE");
   sub->add_flag("--force", o->force, "delete the lock whoever holds it (never a key that cannot be a lock)")
       ->envname("REDLOCK_FORCE");
   sub->callback([o, &global, &action] { action = [o, &global] { return run_release(*o, global); }; });

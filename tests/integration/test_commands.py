@@ -4,6 +4,7 @@ the exit codes, the JSON, the options and their REDLOCK_* variables."""
 import json
 import os
 import re
+import shutil
 import signal
 import stat
 import subprocess
@@ -605,6 +606,26 @@ class Extend(ClusterTest):
 
 
 class Release(ClusterTest):
+    def test_extend_and_release_read_the_token_from_a_file(self):
+        # acquire --token-file writes it; extend and release read it: never in argv, where ps shows it.
+        d = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, d, ignore_errors=True)
+        tf = os.path.join(d, "token")
+        self.assertEqual(self.rl("acquire", "job", "--ttl", "5s", "--token-file", tf).code, 0)
+        r = self.rl("extend", "job", "--ttl", "30s", "--token-file", tf)
+        self.assertEqual(r.code, 0, r)
+        self.assertTrue(all(s.pttl("job") > 29000 for s in self.cluster.servers))
+        r = self.rl("release", "job", env={"REDLOCK_TOKEN_FILE": tf})
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual(self.cluster.values("job"), [None] * 5)
+        for args, code, message in (
+                (["release", "job", "--token-file", os.path.join(d, "missing")], 78, "No such file or directory"),
+                (["release", "job", "--token", "x", "--token-file", tf], 64, "not both"),
+                (["extend", "job", "--token-file", os.devnull], 78, "holds no token")):
+            r = self.rl(*args)
+            self.assertEqual(r.code, code, r)
+            self.assertIn(message, r.stderr)
+
     def test_release_deletes_and_reports(self):
         token = self.rl("acquire", "job").stdout.strip()
         r = self.rl("--json", "release", "job", "--token", token)
