@@ -150,7 +150,14 @@ void json_acquisition(Json& j, const AcquireResult& r) {
   j["attempts"] = r.attempts;
   j["quorum"] = json_quorum(r.tally);
   if (!r.message.empty()) j["message"] = r.message;
+  if (r.holder) j["holder"] = json_holder(*r.holder);
   j["servers"] = json_servers(r.servers);
+}
+
+Json json_holder(const Holder& holder) {
+  return {{"owner", holder.owner ? Json(*holder.owner) : Json(nullptr)},
+          {"ttl_ms", holder.ttl ? Json(std::chrono::duration_cast<std::chrono::milliseconds>(*holder.ttl).count())
+                                : Json(nullptr)}};
 }
 
 std::optional<StatusResult> reentry_status(Redlock& redlock, const AcquirePlan& plan) {
@@ -295,8 +302,7 @@ class Acquisition {
     switch (r.outcome) {
       case AcquireOutcome::Acquired:
         verbose(global_, 1,
-                "acquired " + printable(o_.name) + " on " + std::to_string(r.tally.yes) + " of " +
-                    std::to_string(r.tally.total) + " servers, fence " + std::to_string(r.fence));
+                "acquired " + printable(o_.name) + " on " + votes_text(r.tally) + ", fence " + std::to_string(r.fence));
         return exit_code::kOk;
       case AcquireOutcome::Busy:
       case AcquireOutcome::TimedOut:

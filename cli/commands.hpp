@@ -54,6 +54,8 @@ void write_token_file(const std::string& path, const std::string& token);
 AcquirePlan plan_acquire(const AcquireOptions& options, const GlobalOptions& global);
 // The JSON of an acquisition (acquire, and run's report).
 void json_acquisition(Json& j, const AcquireResult& r);
+// A busy lock's holder: {"owner": the owner record's name or null, "ttl_ms": until it could be free, or null}.
+Json json_holder(const Holder& holder);
 // Whether a nested acquire/run re-enters (see AcquirePlan::reentry): the status that decides it
 // (held with the token, or not held by the enclosing run, or no quorum), or nothing when the lock
 // is to be taken as usual.

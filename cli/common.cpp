@@ -332,9 +332,10 @@ std::string password_origin(const GlobalOptions& o) {
     }
   }
   std::string out;
-  const std::string of = " of " + std::to_string(servers.size()) + " servers, ";
-  if (own) out += "from the URL for " + std::to_string(own) + of;
-  if (inherited) out += "from the enclosing run's URL (REDLOCK_PASSWORD_FD) for " + std::to_string(inherited) + of;
+  if (own) out += "from the URL for " + servers_text(own, servers.size()) + ", ";
+  if (inherited) {
+    out += "from the enclosing run's URL (REDLOCK_PASSWORD_FD) for " + servers_text(inherited, servers.size()) + ", ";
+  }
   if (own + inherited == servers.size()) return out.substr(0, out.size() - 2);
   out += own + inherited ? "else " : "";
   if (!o.password_file.empty()) {
@@ -440,7 +441,7 @@ void verbose_servers(const GlobalOptions& options, const std::vector<ServerRepor
       std::snprintf(ms, sizeof ms, " (%.2fms)", json_ms(*s.latency));
       line += ms;
     }
-    if (s.result == "unknown") line += " (no answer when the outcome was decided)";
+    if (!s.waited_for()) line += " (the outcome was known before its answer came)";
     verbose(options, 2, line);
   }
 }
@@ -480,7 +481,7 @@ Json json_servers(const std::vector<ServerReport>& servers) {
   for (const auto& s : servers) {
     Json j;
     j["server"] = s.server;
-    j["ok"] = s.ok;
+    j["ok"] = s.waited_for() ? Json(s.ok) : Json(nullptr);  // not waited for: neither success nor failure
     j["result"] = s.result;
     j["latency_ms"] = s.latency ? Json(json_ms(*s.latency)) : Json(nullptr);
     j["error"] = s.error.empty() ? Json(nullptr) : Json(s.error);
@@ -488,6 +489,11 @@ Json json_servers(const std::vector<ServerReport>& servers) {
     list.push_back(std::move(j));
   }
   return list;
+}
+
+std::string votes_text(const Tally& tally) {
+  const std::string unheard = not_waited_text(tally);
+  return servers_text(tally.yes, tally.total) + (unheard.empty() ? "" : " (" + unheard + ")");
 }
 
 Json json_quorum(const Tally& tally) {

@@ -131,6 +131,8 @@ int no_quorum(Json* answer, const std::string& name, const std::string& what);
 Json json_head(const std::string& command, const std::string& name, const std::string& key);
 Json json_servers(const std::vector<ServerReport>& servers);
 Json json_quorum(const Tally& tally);
+// "2 of 3 servers (1 not waited for)": the servers that said yes, and those not waited for.
+std::string votes_text(const Tally& tally);
 double json_ms(Duration d);
 // Writes CONTENT to PATH, mode 0600 from the first byte whatever the umask: a new temporary file
 // of a name nobody can guess in the same directory (O_EXCL: no file or link planted there is

@@ -142,9 +142,8 @@ int run_doctor_command(const DoctorCliOptions& o, const GlobalOptions& global) {
   DoctorReport report = run_doctor(*transport, options);
   transport->flush(Clock::now() + options.timeout);
 
-  const std::string unanswered = "no quorum: " + std::to_string(report.reachable.yes) + " of " +
-                                 std::to_string(report.reachable.total) + " servers answered; " +
-                                 std::to_string(report.reachable.needed()) + " must answer";
+  const std::string unanswered = "no quorum: " + servers_text(report.reachable.yes, report.reachable.total) +
+                                 " answered; " + std::to_string(report.reachable.needed()) + " must answer";
   if (global.json) {
     Json j = json_report(report, options);
     if (report.no_quorum) report_error(&j, exit_code::kNoQuorum, unanswered);

@@ -10,26 +10,31 @@ namespace redlock::cli {
 
 namespace {
 
+// Without --ttl, a lock is extended by the TTL it was taken with (its owner record says) or by what
+// it has left, whichever is longer: an extend never shortens a lock it was not told to. This is
+// the TTL of a lock whose owner record does not say (taken by another client or an earlier version).
+constexpr const char* kFallbackTtl = "30s";
+
 struct ExtendOptions {
   std::string name;
   std::string token;
   std::string token_file;
-  std::string ttl = "30s";
+  std::string ttl;  // empty: none asked for, so the lock keeps its own (see kFallbackTtl)
 };
 
 int run_extend(const ExtendOptions& o, const GlobalOptions& global) {
   LockKeys keys = lock_keys(global, o.name);
   const std::string token = held_token(global, o.token, o.token_file, keys.lock, true);
   if (token.empty()) usage_error("extend needs --token TOKEN or --token-file FILE (or REDLOCK_TOKEN)");
-  Duration ttl = ttl_option(o.ttl, "--ttl");
+  const bool keep_longer = o.ttl.empty();
+  Duration ttl = ttl_option(keep_longer ? kFallbackTtl : o.ttl, "--ttl");
   auto transport = connect_servers(global);
   Redlock redlock(*transport, request_timeout(global));
-  ExtendResult r = redlock.extend(keys, token, ttl, 0.01);
+  ExtendResult r = redlock.extend(keys, token, ttl, 0.01, {}, keep_longer);
   verbose_servers(global, r.servers);
   if (r.extended) {
     verbose(global, 1,
-            "extended " + printable(o.name) + " on " + std::to_string(r.tally.yes) + " of " +
-                std::to_string(r.tally.total) + " servers, valid for " +
+            "extended " + printable(o.name) + " on " + votes_text(r.tally) + ", valid for " +
                 format_duration(std::chrono::duration_cast<std::chrono::milliseconds>(r.validity)));
   }
   transport->flush(Clock::now() + request_timeout(global));  // to the servers not waited for
@@ -38,7 +43,7 @@ int run_extend(const ExtendOptions& o, const GlobalOptions& global) {
     Json j = json_head("extend", o.name, keys.lock);
     j["extended"] = r.extended;
     if (!r.extended) j["reason"] = r.no_quorum ? "no_quorum" : "not_held";
-    j["ttl_ms"] = std::chrono::duration_cast<std::chrono::milliseconds>(ttl).count();
+    j["ttl_ms"] = std::chrono::duration_cast<std::chrono::milliseconds>(r.extended ? r.ttl : ttl).count();
     j["validity_ms"] = r.extended ? json_ms(r.validity) : 0.0;
     j["elapsed_ms"] = json_ms(r.elapsed);
     j["quorum"] = json_quorum(r.tally);
@@ -65,7 +70,11 @@ void setup_extend(CLI::App& app, const GlobalOptions& global, Action& action) {
   sub->add_option("--token-file", o->token_file, "read the token from FILE's first line (as acquire wrote it)")
       ->type_name("FILE")
       ->envname("REDLOCK_TOKEN_FILE");
-  sub->add_option("--ttl", o->ttl, "new expiry")->type_name("DUR")->envname("REDLOCK_TTL")->capture_default_str();
+  sub->add_option("--ttl", o->ttl,
+                  "new expiry (default: the TTL the lock was taken with, or what it has left if longer; never "
+                  "shorter)")
+      ->type_name("DUR")
+      ->envname("REDLOCK_TTL");
   sub->callback([o, &global, &action] { action = [o, &global] { return run_extend(*o, global); }; });
 }
 

@@ -31,9 +31,7 @@ int run_release(const ReleaseOptions& o, const GlobalOptions& global) {
   ReleaseResult r = redlock.release(keys, token, force);
   verbose_servers(global, r.servers);
   if (r.released) {
-    verbose(global, 1,
-            "released " + printable(o.name) + ": deleted on " + std::to_string(r.deleted) + " of " +
-                std::to_string(r.tally.total) + " servers");
+    verbose(global, 1, "released " + printable(o.name) + ": deleted on " + servers_text(r.deleted, r.tally.total));
   }
 
   if (global.json) {

@@ -230,6 +230,7 @@ class Runner {
         say_busy(global_, o_.acquire.name, acq);
         report_["reason"] = outcome_name(acq.outcome);
         report_["message"] = acq.message;
+        if (acq.holder) report_["holder"] = json_holder(*acq.holder);
         return finish("busy", o_.acquire.conflict_exit_code);
     }
   }

@@ -45,10 +45,10 @@ void print_row(std::size_t width, const std::string& server, const std::string& 
 void print_table(const StatusOptions& o, const StatusResult& r) {
   std::printf("lock   %s\n", printable(o.name).c_str());
   if (r.state == LockState::Held) {
-    std::printf("state  held on %zu of %zu servers, %s left\n",
-                static_cast<std::size_t>(std::count_if(r.servers.begin(), r.servers.end(),
-                                                       [&](const ServerReport& s) { return s.value == r.token; })),
-                r.tally.total, ttl_text(r.ttl_ms).c_str());
+    const auto holding = static_cast<std::size_t>(
+        std::count_if(r.servers.begin(), r.servers.end(), [&](const ServerReport& s) { return s.value == r.token; }));
+    std::printf("state  held on %s, %s left\n", servers_text(holding, r.tally.total).c_str(),
+                ttl_text(r.ttl_ms).c_str());
     std::printf("token  %s\n", printable(*r.token).c_str());
     if (r.owner) {
       std::printf("owner  %s%s\n", printable(*r.owner).c_str(),
@@ -77,8 +77,7 @@ int run_status(const StatusOptions& o, const GlobalOptions& global) {
   Redlock redlock(*transport, request_timeout(global));
   StatusResult r = redlock.status(keys);
   verbose_servers(global, r.servers);
-  const std::string unanswered =
-      "no quorum: only " + std::to_string(r.tally.yes) + " of " + std::to_string(r.tally.total) + " servers answered";
+  const std::string unanswered = "no quorum: only " + servers_text(r.tally.yes, r.tally.total) + " answered";
 
   if (global.json) {
     Json j = json_head("status", o.name, keys.lock);

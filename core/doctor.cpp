@@ -28,12 +28,13 @@ bool starts_with(std::string_view s, std::string_view prefix) {
   return s.substr(0, prefix.size()) == prefix;
 }
 
-std::string count_text(std::size_t n, std::size_t of) {
-  return std::to_string(n) + " of " + std::to_string(of);
-}
-
 std::string plural(std::size_t n, const char* one, const char* many) {
   return std::to_string(n) + " " + (n == 1 ? one : many);
+}
+
+// "2 of 5 servers are", "1 of 5 servers is".
+std::string are(std::size_t n, std::size_t of) {
+  return servers_text(n, of) + (n == 1 ? " is" : " are");
 }
 
 // How long D is, without its sign (the caller says ahead or behind). Latencies and skews:
@@ -260,7 +261,8 @@ std::vector<Request> probe_requests(const LockKeys& keys, const std::string& tok
   // touch is exercised: the owner key is written, the wake-up channel published on.
   r[kAcquire] = Request::eval(kAcquireScript, {keys.lock, keys.fence, keys.owner},
                               {token, ttl_ms, "0 redlock doctor", keys.channel});
-  r[kExtend] = Request::eval(kExtendScript, {keys.lock, keys.owner}, {token, ttl_ms});
+  // As `extend` without a TTL sends it: it reads the owner record and the lock's PTTL too.
+  r[kExtend] = Request::eval(kExtendScript, {keys.lock, keys.owner}, {token, ttl_ms, "1"});
   r[kStatus] = Request::eval(kStatusScript, {keys.lock, keys.owner, keys.fence}, {});
   // Proposing 0 reads the counter and never writes it.
   r[kFence] = Request::eval(kFenceScript, {keys.fence}, {"0"});
@@ -412,7 +414,7 @@ Check check_reachable(const std::vector<ServerFacts>& servers) {
       c.notes.push_back({i, Verdict::Warn, "a second URL of a server already counted: no vote of its own"});
     }
   }
-  c.summary = count_text(up, n) + " servers answered; a quorum is " + std::to_string(needed);
+  c.summary = servers_text(up, n) + " answered; a quorum is " + std::to_string(needed);
   if (up == n) return c;
   if (up >= needed) {
     c.verdict = Verdict::Warn;
@@ -442,7 +444,7 @@ Check check_fault_tolerance(std::size_t servers) {
     c.summary += servers == 1 ? "; losing it stops every lock" : "; losing any one stops every lock";
   } else if (servers % 2 == 0) {
     c.verdict = Verdict::Warn;
-    c.summary += ", no more than " + std::to_string(servers - 1) + " servers would";
+    c.summary += ", no more than " + plural(servers - 1, "server", "servers") + " would";
   }
   if (c.verdict != Verdict::Ok) {
     c.advice =
@@ -480,7 +482,7 @@ Check check_master(const std::vector<ServerFacts>& servers) {
       c.summary = "some servers would not tell their role";
       break;
     default:
-      c.summary = count_text(count_notes(c.notes, Verdict::Warn), asked) + " servers are not independent masters";
+      c.summary = are(count_notes(c.notes, Verdict::Warn), asked) + " not independent masters";
       c.advice =
           "Redlock needs independent masters. A replica refuses the lock's writes; a master that fails over "
           "to its replica can grant a lock twice, because replication is asynchronous. List masters only, "
@@ -559,8 +561,8 @@ Check check_persistence(const std::vector<ServerFacts>& servers, const DoctorOpt
                  "); allow CONFIG GET and INFO to check it here.";
       break;
     default:
-      c.summary = count_text(count_notes(c.notes, Verdict::Warn), count_askable(servers)) +
-                  " servers can forget locks in a crash or restart";
+      c.summary = servers_text(count_notes(c.notes, Verdict::Warn), count_askable(servers)) +
+                  " can forget locks in a crash or restart";
       c.advice = "Without appendfsync always, a restarted server must stay out for the longest TTL (" + ttl +
                  "): back too soon and empty, it can give a lock that is still held to a second client, and "
                  "fencing tokens can repeat. Either set appendonly yes and appendfsync always, or keep a server "
@@ -632,8 +634,8 @@ Check check_uptime(const std::vector<ServerFacts>& servers, const DoctorOptions&
       c.summary = "some servers would not tell their uptime";
       break;
     default:
-      c.summary = count_text(count_notes(c.notes, Verdict::Warn), count_askable(servers)) +
-                  " servers started less than " + ttl + " ago";
+      c.summary = servers_text(count_notes(c.notes, Verdict::Warn), count_askable(servers)) + " started less than " +
+                  ttl + " ago";
       c.advice =
           "A server that came back empty within the longest TTL may have granted a lock that another client "
           "still holds. If it crashed, keep it out until " +

@@ -48,8 +48,11 @@ Lease::Event Lease::poll() {
     last_error_.clear();
     return Event::Renewed;
   }
+  if (r.tally.no >= r.tally.needed()) {
+    last_error_ = r.counts;
+    return Event::Gone;
+  }
   last_error_ = r.message;
-  if (r.tally.no >= r.tally.needed()) return Event::Gone;
   // Servers down or slow: try again well before the validity runs out.
   next_renewal_ = schedule(now, renew_every_ / 4);
   return Event::Failed;

@@ -29,4 +29,12 @@ std::optional<Duration> quorum_free_in(std::size_t total, std::size_t free_now,
   return std::chrono::milliseconds(expiring[more - 1]);
 }
 
+std::string servers_text(std::size_t n, std::size_t of) {
+  return std::to_string(n) + " of " + std::to_string(of) + (of == 1 ? " server" : " servers");
+}
+
+std::string not_waited_text(const Tally& tally) {
+  return tally.pending() == 0 ? "" : std::to_string(tally.pending()) + " not waited for";
+}
+
 }  // namespace redlock

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "clock.hpp"
@@ -25,6 +26,9 @@ Duration drift_allowance(Duration ttl, double drift_factor);
 // Zero or negative means the lock must be treated as not held.
 Duration validity(Duration ttl, Duration elapsed, double drift_factor);
 
+// "3 of 5 servers", "1 of 1 server": a count of servers in a message, the noun agreeing with OF.
+std::string servers_text(std::size_t n, std::size_t of);
+
 // Votes of one round, counted as the answers come in.
 struct Tally {
   std::size_t total = 0;   // servers asked
@@ -43,6 +47,10 @@ struct Tally {
   // quorum that answered no ("busy", "not held").
   bool unreachable() const { return failed > total - needed(); }
 };
+
+// "2 not waited for": the servers whose answer was still out when the outcome was known, which
+// neither said yes nor failed; empty when every answer was in.
+std::string not_waited_text(const Tally& tally);
 
 // When a lock that some servers reported busy could first be free on a quorum if nobody releases
 // it: FREE_NOW servers are already free; BUSY_PTTL_MS holds each busy server's PTTL (−1: no expiry).

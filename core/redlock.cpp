@@ -24,7 +24,7 @@ ServerReport failure_report(const Network& network, std::size_t server, const st
   ServerReport rep;
   rep.server = network.describe(server);
   rep.role = network.role(server);
-  if (!r) return rep;  // "unknown": still out when the outcome was decided
+  if (!r) return rep;  // not waited for: still out when the outcome was known
   rep.latency = r->latency;
   rep.result = r->failure == Failure::Reply ? "error" : std::string(failure_name(r->failure));
   rep.error = r->error;
@@ -53,7 +53,8 @@ struct Vote {
   enum class Kind { Yes, No, Failed } kind = Kind::Failed;
   std::int64_t counter = 0;
   std::int64_t pttl = -2;
-  bool announces = false;  // busy: the holder keeps an owner record (a redlock holder)
+  bool announces = false;             // busy: the holder keeps an owner record (a redlock holder)
+  std::optional<std::string> record;  // busy: the holder's owner record
   ServerReport report;
 };
 
@@ -78,6 +79,7 @@ Vote read_vote(const Network& network, std::size_t server, const std::optional<R
   v.counter = *counter;
   v.pttl = *pttl;
   v.announces = reply.elements.size() > 4 && reply.elements[4].as_integer().value_or(0) == 1;
+  if (reply.elements.size() > 5 && reply.elements[5].type == Reply::Type::String) v.record = reply.elements[5].str;
   if (*state == 1 || *state == 2) {
     v.kind = Vote::Kind::Yes;
     v.report = answer_report(network, server, *r, *state == 1 ? "locked" : "reacquired", true);
@@ -125,22 +127,53 @@ std::string too_little_validity(Duration left, Duration needed) {
          format_duration(needed) + " needed";
 }
 
-std::string owner_record(const std::string& owner) {
+// "; 2 not waited for", or nothing when every answer was in.
+std::string and_not_waited(const Tally& tally) {
+  const std::string text = not_waited_text(tally);
+  return text.empty() ? "" : "; " + text;
+}
+
+std::string owner_record(const std::string& owner, Duration ttl) {
   if (owner.empty()) return {};
   auto unix_ms =
       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
           .count();
-  return std::to_string(unix_ms) + " " + owner;
+  return make_owner_record(unix_ms, std::chrono::duration_cast<std::chrono::milliseconds>(ttl).count(), owner);
+}
+
+// A name from a server, on one line: control characters would let it forge lines of output.
+std::string one_line(std::string text) {
+  for (auto& c : text) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+  }
+  return text;
+}
+
+// The owner record most busy answers carried (none counts as one), and when the lock could be free.
+Holder busy_holder(const std::vector<std::optional<std::string>>& records, std::optional<Duration> free_in) {
+  std::map<std::optional<std::string>, std::size_t> seen;
+  for (const auto& r : records) ++seen[r];
+  auto most =
+      std::max_element(seen.begin(), seen.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
+  Holder holder;
+  if (most != seen.end() && most->first) holder.owner = parse_owner_record(*most->first).owner;
+  holder.ttl = free_in;
+  return holder;
+}
+
+// "held by alice@host:123 for another 27.1s (busy on 3 of 5 servers; 2 not waited for)".
+std::string busy_message(const Holder& holder, const Tally& tally) {
+  std::string text = holder.owner ? "held by " + one_line(*holder.owner) : "held elsewhere";
+  // In tenths of a second: the holder's milliseconds are out of date by the time anyone reads them.
+  using Tenths = std::chrono::duration<std::int64_t, std::deci>;
+  if (holder.ttl) text += " for another " + format_duration(std::chrono::ceil<Tenths>(*holder.ttl));
+  return text + " (busy on " + servers_text(tally.no, tally.total) + and_not_waited(tally) + ")";
 }
 
 std::uint64_t random_seed() {
   std::uint64_t seed = 0;
   random_bytes(&seed, sizeof seed);
   return seed;
-}
-
-std::string count_text(std::size_t n, std::size_t of) {
-  return std::to_string(n) + " of " + std::to_string(of);
 }
 
 // "3 of 5 servers failed (first: redis://h:1: connect: Connection refused)".
@@ -152,23 +185,28 @@ std::string failed_text(const Network& network, const Tally& tally, const std::v
       break;
     }
   }
-  return count_text(tally.failed, tally.total) + " servers failed" + (first.empty() ? "" : " (first: " + first + ")");
+  return servers_text(tally.failed, tally.total) + " failed" + (first.empty() ? "" : " (first: " + first + ")");
 }
 
 // "3 of 5 servers failed (first: redis://h:1: connect: Connection refused); 3 must answer".
 std::string no_quorum_message(const Network& network, const Tally& tally,
                               const std::vector<std::optional<Result>>& results) {
-  return failed_text(network, tally, results) + "; " + std::to_string(tally.needed()) + " must answer";
+  return failed_text(network, tally, results) + "; " + std::to_string(tally.needed()) + " must answer" +
+         and_not_waited(tally);
 }
 
-// "not held with this token (deleted on 2 of 5 servers; 2 of 5 servers failed (first: …))": the
-// servers that failed are named, since they, not the token, may be why there was no quorum.
-std::string not_held_message(const Network& network, const Tally& tally,
-                             const std::vector<std::optional<Result>>& results, const std::string& done,
-                             std::size_t done_on) {
-  std::string text = "not held with this token (" + done + " on " + count_text(done_on, tally.total) + " servers";
+// "deleted on 2 of 5 servers; 2 of 5 servers failed (first: …)": the servers that failed are
+// named, since they, not the token, may be why there was no quorum.
+std::string not_held_counts(const Network& network, const Tally& tally,
+                            const std::vector<std::optional<Result>>& results, const std::string& done,
+                            std::size_t done_on) {
+  std::string text = done + " on " + servers_text(done_on, tally.total);
   if (tally.failed > 0) text += "; " + failed_text(network, tally, results);
-  return text + ")";
+  return text + and_not_waited(tally);
+}
+
+std::string not_held_message(const std::string& counts) {
+  return "not held with this token (" + counts + ")";
 }
 
 // Whether a request that failed this way may still have run (or may yet run) on the server.
@@ -259,11 +297,11 @@ ReleaseResult release_result(const Network& network, const Round& round, bool fo
   res.no_quorum = !res.released && !res.not_a_lock && res.tally.unreachable();
   if (res.not_a_lock) {
     res.message = "not a lock on " + found + " (written after the check), left alone; the lock was deleted on " +
-                  count_text(res.deleted, res.tally.total) + " servers";
+                  servers_text(res.deleted, res.tally.total);
   } else if (res.no_quorum) {
     res.message = no_quorum_message(network, res.tally, round.results());
   } else if (!res.released) {
-    res.message = not_held_message(network, res.tally, round.results(), "deleted", res.deleted);
+    res.message = not_held_message(not_held_counts(network, res.tally, round.results(), "deleted", res.deleted));
   }
   return res;
 }
@@ -276,6 +314,30 @@ ReleaseResult release_result(const Network& network, const Round& round, bool fo
 // is higher still: the server they share may be one that lost its data, and the higher counter
 // the only trace left of the last fence (a server that missed fences while unreachable agreeing
 // with one restarted empty). Then the highest is written back instead.
+OwnerRecord parse_owner_record(const std::string& text) {
+  OwnerRecord record;
+  const auto space = text.find(' ');
+  const char* end = text.data() + std::min(space, text.size());
+  std::int64_t since = 0;
+  auto conv = std::from_chars(text.data(), end, since);
+  if (space == std::string::npos || conv.ec != std::errc()) {
+    record.owner = text;
+    return record;
+  }
+  record.since_unix_ms = since;
+  record.owner = text.substr(space + 1);
+  std::int64_t ttl = 0;
+  if (conv.ptr != end && *conv.ptr == '/' && std::from_chars(conv.ptr + 1, end, ttl).ec == std::errc()) {
+    record.ttl_ms = ttl;
+  }
+  return record;
+}
+
+std::string make_owner_record(std::int64_t unix_ms, std::int64_t ttl_ms, const std::string& owner) {
+  // The TTL goes after a slash, not a space, so that earlier versions still read the time and the owner.
+  return std::to_string(unix_ms) + "/" + std::to_string(ttl_ms) + " " + owner;
+}
+
 std::optional<std::int64_t> agreed_fence(const std::vector<std::int64_t>& counters, std::size_t needed) {
   if (counters.empty()) return std::nullopt;
   const std::int64_t highest = *std::max_element(counters.begin(), counters.end());
@@ -367,6 +429,8 @@ std::string_view state_name(LockState s) {
       return "free";
     case LockState::Partial:
       return "partial";
+    case LockState::Unknown:
+      return "unknown";
   }
   return "unknown";
 }
@@ -381,7 +445,7 @@ void check_duplicates(const std::vector<std::optional<Result>>& results) {
 
 AcquireResult Redlock::attempt(const LockSpec& spec) {
   const std::string ttl_ms = ms_string(spec.ttl);
-  const std::string owner = owner_record(spec.owner);
+  const std::string owner = owner_record(spec.owner, spec.ttl);
   Round round(network_, [&](std::size_t) {
     return Request::eval(kAcquireScript, {spec.keys.lock, spec.keys.fence, spec.keys.owner},
                          {spec.token, ttl_ms, owner, spec.keys.channel});
@@ -419,6 +483,7 @@ AcquireResult Redlock::attempt(const LockSpec& spec) {
   std::vector<bool> may_hold(n, false);
   std::vector<std::int64_t> busy_pttl;
   std::vector<std::int64_t> counters;  // of the servers that took it
+  std::vector<std::optional<std::string>> busy_records;
   std::size_t free_now = 0;
   for (std::size_t i = 0; i < n; ++i) {
     const auto& result = round.results()[i];
@@ -430,6 +495,7 @@ AcquireResult Redlock::attempt(const LockSpec& spec) {
     } else if (v.kind == Vote::Kind::No) {
       if (v.pttl == -2) ++free_now;
       busy_pttl.push_back(v.pttl);
+      busy_records.push_back(v.record);
       res.holder_announces = res.holder_announces || v.announces;
     }
     // A reply we could not read, or a failure after which the script may have run, may hold too.
@@ -486,7 +552,8 @@ AcquireResult Redlock::attempt(const LockSpec& spec) {
   } else {
     res.outcome = AcquireOutcome::Busy;
     res.holder_free_in = quorum_free_in(n, free_now, busy_pttl);
-    res.message = "held elsewhere (" + count_text(tally.no, n) + " servers busy)";
+    res.holder = busy_holder(busy_records, res.holder_free_in);
+    res.message = busy_message(*res.holder, res.tally);
   }
   return res;
 }
@@ -630,12 +697,14 @@ AcquireResult Redlock::acquire(const LockSpec& spec, const WaitOptions& wait) {
   }
 }
 
-ExtendRound::ExtendRound(Network& network, const LockKeys& keys, const std::string& token, Duration ttl, double drift)
+ExtendRound::ExtendRound(Network& network, const LockKeys& keys, const std::string& token, Duration ttl, double drift,
+                         bool keep_longer)
     : network_(network), keys_(keys), token_(token), ttl_(ttl), drift_(drift), round_(network, [&](std::size_t) {
         // With its body, as release's: the answer of a server after the quorum is not waited for,
         // and one that lost its script cache (restart, SCRIPT FLUSH) would answer a bare EVALSHA
         // with a NOSCRIPT nobody reads, keeping the old expiry there.
-        Request r = Request::eval(kExtendScript, {keys.lock, keys.owner}, {token, ms_string(ttl)});
+        Request r =
+            Request::eval(kExtendScript, {keys.lock, keys.owner}, {token, ms_string(ttl), keep_longer ? "1" : "0"});
         r.with_body = true;
         return r;
       }) {}
@@ -655,7 +724,7 @@ std::optional<Round> ExtendRound::heal(const Heal& heal) const {
     any = any || missing[i];
   }
   if (!any) return std::nullopt;
-  const std::string ttl_ms = ms_string(ttl_);
+  const std::string ttl_ms = ms_string(result().ttl);
   const std::string fence = std::to_string(heal.fence);
   Round healing(network_, missing, [&](std::size_t) {
     Request r =
@@ -667,6 +736,17 @@ std::optional<Round> ExtendRound::heal(const Heal& heal) const {
   return healing;
 }
 
+Duration ExtendRound::set_ttl() const {
+  // Servers may set different TTLs (without a TTL asked for, each keeps what it has if longer): the
+  // lock is valid for the shortest, which every server that extended it holds.
+  std::optional<std::int64_t> shortest;
+  for (const auto& r : round_.results()) {
+    auto ms = r && r->ok() ? r->reply.as_integer() : std::nullopt;
+    if (ms && *ms > 0 && (!shortest || *ms < *shortest)) shortest = ms;
+  }
+  return shortest ? Duration(std::chrono::milliseconds(*shortest)) : ttl_;
+}
+
 Tally ExtendRound::tally() const {
   return count(round_.results(), classify_flag);
 }
@@ -676,7 +756,8 @@ ExtendResult ExtendRound::result() const {
   res.tally = tally();
   TimePoint now = network_.now();
   res.elapsed = now - round_.started();
-  res.valid_until = round_.started() + ttl_ - drift_allowance(ttl_, drift_);
+  res.ttl = set_ttl();
+  res.valid_until = round_.started() + res.ttl - drift_allowance(res.ttl, drift_);
   if (faults::enabled("no-validity")) res.valid_until = kNever;
   res.validity = res.valid_until - now;
   res.extended = res.tally.won() && res.validity > Duration::zero();
@@ -697,14 +778,15 @@ ExtendResult ExtendRound::result() const {
   } else if (res.no_quorum) {
     res.message = no_quorum_message(network_, res.tally, round_.results());
   } else {
-    res.message = not_held_message(network_, res.tally, round_.results(), "extended", res.tally.yes);
+    res.counts = not_held_counts(network_, res.tally, round_.results(), "extended", res.tally.yes);
+    res.message = not_held_message(res.counts);
   }
   return res;
 }
 
 ExtendResult Redlock::extend(const LockKeys& keys, const std::string& token, Duration ttl, double drift,
-                             const Heal& heal) {
-  ExtendRound round(network_, keys, token, ttl, drift);
+                             const Heal& heal, bool keep_longer) {
+  ExtendRound round(network_, keys, token, ttl, drift, keep_longer);
   network_.run_until([&] { return round.decided(); }, kNever);
   if (round.tally().won()) settle(round.round());
   check_duplicates(round.results());
@@ -829,6 +911,8 @@ StatusResult Redlock::status(const LockKeys& keys) {
   const std::size_t needed = res.tally.needed();
   res.no_quorum = res.tally.yes < needed;
   res.state = free >= needed ? LockState::Free : LockState::Partial;
+  // Too few answers for any verdict (none held or free can come from fewer than a quorum).
+  if (res.no_quorum) res.state = LockState::Unknown;
   for (const auto& [value, where] : holders) {
     if (where.size() < needed) continue;
     res.state = LockState::Held;
@@ -845,15 +929,9 @@ StatusResult Redlock::status(const LockKeys& keys) {
     for (auto i : where) {
       const auto& owner = res.servers[i].owner;
       if (!owner) continue;
-      auto space = owner->find(' ');
-      std::int64_t since = 0;
-      auto conv = std::from_chars(owner->data(), owner->data() + std::min(space, owner->size()), since);
-      if (space != std::string::npos && conv.ec == std::errc()) {
-        res.since_unix_ms = since;
-        res.owner = owner->substr(space + 1);
-      } else {
-        res.owner = *owner;
-      }
+      OwnerRecord record = parse_owner_record(*owner);
+      res.since_unix_ms = record.since_unix_ms;
+      res.owner = record.owner;
       break;
     }
   }

@@ -16,14 +16,17 @@
 
 namespace redlock {
 
+// The result of a server whose answer was not waited for: the outcome was known without it.
+inline constexpr const char* kNotWaitedFor = "not_waited_for";
+
 // What each server said, for reports.
 struct ServerReport {
   std::string server;  // redacted URL
-  bool ok = false;     // did what was asked
+  bool ok = false;     // did what was asked (meaningless when not waited for)
   // locked, reacquired, busy, foreign, extended, released, not_held, held, free, fenced,
-  // or a failure: timeout, connect, tls, auth, io, closed, protocol, error, duplicate, replica, config; unknown = no
-  // answer by the time the outcome was decided.
-  std::string result = "unknown";
+  // or a failure: timeout, connect, tls, auth, io, closed, protocol, error, duplicate, replica, config;
+  // or kNotWaitedFor: no answer yet when the outcome was known, which is no failure.
+  std::string result = kNotWaitedFor;
   std::optional<Duration> latency;
   std::string error;  // empty when none
   std::string role;   // master, replica (never a vote), another role, or empty when unknown
@@ -33,6 +36,25 @@ struct ServerReport {
   std::int64_t ttl_ms = -2;
   std::optional<std::string> owner;
   std::int64_t fence = 0;
+
+  bool waited_for() const { return result != kNotWaitedFor; }
+};
+
+// The record kept beside a lock, "UNIX_MS/TTL_MS OWNER": since when and by whom it is held, and the
+// TTL it was taken with (which `extend` without a TTL keeps). Records of earlier versions, "UNIX_MS
+// OWNER", and of anything else, are read as far as they go: the rest is the owner.
+struct OwnerRecord {
+  std::optional<std::int64_t> since_unix_ms;
+  std::optional<std::int64_t> ttl_ms;
+  std::string owner;
+};
+OwnerRecord parse_owner_record(const std::string& text);
+std::string make_owner_record(std::int64_t unix_ms, std::int64_t ttl_ms, const std::string& owner);
+
+// Who holds a busy lock, as far as the busy answers tell.
+struct Holder {
+  std::optional<std::string> owner;  // none: the holder keeps no owner record (not a redlock client)
+  std::optional<Duration> ttl;       // until it could be free on a quorum; none when it cannot be known
 };
 
 struct LockSpec {
@@ -73,6 +95,7 @@ struct AcquireResult {
   Tally tally;  // of the last attempt
   std::vector<ServerReport> servers;
   std::optional<Duration> holder_free_in;  // busy: when the holder's lock could expire on a quorum
+  std::optional<Holder> holder;            // busy: who holds it
   std::string owner_record;                // acquired: the owner record written beside the lock
   // Busy: the holder keeps an owner record, as redlock holders do, whose releases wake the waiters.
   // Other clients (node-redlock, redsync, redis-py) delete their key without a word.
@@ -82,6 +105,7 @@ struct AcquireResult {
 
 struct ExtendResult {
   bool extended = false;
+  Duration ttl{};          // the expiry set: the shortest a server that extended the lock reported
   std::size_t healed = 0;  // servers the lock was put back on, where it was missing
   bool no_quorum = false;
   Duration validity{};
@@ -90,6 +114,9 @@ struct ExtendResult {
   Tally tally;
   std::vector<ServerReport> servers;
   std::string message;
+  // Not held: what the servers answered, in numbers ("extended on 0 of 3 servers"), as the message
+  // says it after "not held with this token".
+  std::string counts;
 };
 
 struct ReleaseResult {
@@ -105,7 +132,8 @@ struct ReleaseResult {
   std::string message;
 };
 
-enum class LockState { Held, Free, Partial };
+// Unknown: fewer than a quorum answered.
+enum class LockState { Held, Free, Partial, Unknown };
 
 struct StatusResult {
   LockState state = LockState::Partial;
@@ -130,7 +158,10 @@ struct Heal {
 // An extend round that can run in the background (renewals in `run`) or be waited for.
 class ExtendRound {
  public:
-  ExtendRound(Network& network, const LockKeys& keys, const std::string& token, Duration ttl, double drift);
+  // KEEP_LONGER (no TTL asked for): TTL is only the fallback; each server sets the TTL the lock was
+  // taken with (its owner record says) or the lock's remaining TTL, whichever is longer.
+  ExtendRound(Network& network, const LockKeys& keys, const std::string& token, Duration ttl, double drift,
+              bool keep_longer = false);
 
   // Once the round extended the lock on a quorum with validity left, puts it back (SET NX PX, the
   // same token and TTL) on the servers that answered they have no lock at all: servers restarted
@@ -146,6 +177,9 @@ class ExtendRound {
   const Round& round() const { return round_; }
 
  private:
+  // The TTL the servers that extended the lock set: the shortest they answered (TTL before any did).
+  Duration set_ttl() const;
+
   Network& network_;
   LockKeys keys_;
   std::string token_;
@@ -163,8 +197,8 @@ class Redlock {
   AcquireResult acquire(const LockSpec& spec, const WaitOptions& wait);
   // Extends where the lock holds TOKEN and, with a quorum, puts it back where it is missing (see
   // ExtendRound::heal), waiting up to --timeout for those answers.
-  ExtendResult extend(const LockKeys& keys, const std::string& token, Duration ttl, double drift,
-                      const Heal& heal = {});
+  ExtendResult extend(const LockKeys& keys, const std::string& token, Duration ttl, double drift, const Heal& heal = {},
+                      bool keep_longer = false);
   // How long a release waits: for every server's answer (each up to --timeout), so that each one's
   // outcome is known; or only until a quorum said released, or too many said not, since the
   // requests have left for every server that can run them all the same.

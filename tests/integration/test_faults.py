@@ -168,7 +168,8 @@ class Unreachable(ClusterTest):
         # The quorum (3 of 4) answered at once; nothing was sent to the fourth, so nothing needs
         # to reach it before the answer: its --timeout is not waited out.
         self.assertLess(r.elapsed, 1.5)
-        self.assertEqual([s["ok"] for s in r.json()["servers"]], [True, True, True, False])
+        self.assertEqual([s["ok"] for s in r.json()["servers"]], [True, True, True, None])
+        self.assertEqual(r.json()["servers"][3]["result"], "not_waited_for")
         self.assertEqual(self.cluster.values("job"), [r.json()["token"].encode()] * 3)
 
     def test_run_does_not_wait_for_it_either(self):

@@ -610,6 +610,15 @@ class KeepingAndLosing(RunTest):
         self.assertIn("max-hold", rep["message"])
         self.assertEqual(self.cluster.values("job"), [None] * 5)
 
+    def test_a_lock_taken_away_says_so_once(self):
+        # Every server loses the lock while the command runs: the next renewal finds it nowhere.
+        cmd = "; ".join("redis-cli -p %d DEL job >/dev/null" % s.port for s in self.cluster.servers) + "; sleep 10"
+        r = self.rl("run", "--ttl", "3s", "--renew", "200ms", "--report", self.path("report.json"), "job", "-c", cmd)
+        self.assertEqual(r.code, 79, r)
+        lost = r"a quorum no longer holds our token \(extended on 0 of 5 servers(; [12] not waited for)?\)"
+        self.assertRegex(r.stderr, r"redlock: error: job: lock lost while the command ran: %s\n" % lost)
+        self.assertRegex(self.report()["message"], "^%s$" % lost)
+
     def test_a_failed_release_warns_but_keeps_the_exit_status(self):
         cmd = "redis-cli -p %d DEL job >/dev/null; redis-cli -p %d DEL job >/dev/null; " \
               "redis-cli -p %d DEL job >/dev/null; exit 7" % tuple(s.port for s in self.cluster.servers[:3])

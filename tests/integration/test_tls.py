@@ -136,7 +136,7 @@ class Tls(unittest.TestCase):
         r = self.rl(self.tls, "--tls-ca", self.ca, "--json", "acquire", "job", "--ttl", "20s")
         self.assertEqual(r.code, 0, r)
         j = r.json()
-        # The answer comes with the quorum; a slower server may still be reported "unknown".
+        # The answer comes with the quorum; a slower server may still be reported "not_waited_for".
         self.assertGreaterEqual([s["result"] for s in j["servers"]].count("locked"), 2, j)
         self.assertTrue(all(s["server"].startswith("rediss://127.0.0.1:") for s in j["servers"]), j)
         self.assertHeldByQuorum(self.tls, j["token"])
@@ -314,7 +314,7 @@ class Tls(unittest.TestCase):
         self.assertEqual(r.code, 69, r)
         results = [s["result"] for s in r.json()["servers"]]
         self.assertEqual(results[:3], ["tls"] * 3, results)
-        self.assertTrue(set(results[3:]) <= {"locked", "unknown"}, results)
+        self.assertTrue(set(results[3:]) <= {"locked", "not_waited_for"}, results)
         # What the plain servers gave was taken back.
         self.assertEqual([s.get("job") for s in servers], [None] * 5)
 

@@ -252,8 +252,9 @@ class FakeNetwork final : public Network {
         r.reply =
             arr({Reply::number(2), Reply::number(incr()), Reply::number(0), Reply::status("string"), Reply::number(1)});
       } else {
+        Entry* o = find(i, owner);
         r.reply = arr({Reply::number(0), Reply::number(0), Reply::number(pttl(i, lock)), Reply::status(e->type),
-                       Reply::number(find(i, owner) ? 1 : 0)});
+                       Reply::number(o ? 1 : 0), o ? Reply::string(o->value) : Reply::nil()});
       }
     } else if (name == "release") {
       const std::string &lock = a[1], &owner = a[2], &token = a[3], &channel = a[4], &force = a[5], &word = a[6];
@@ -273,11 +274,19 @@ class FakeNetwork final : public Network {
       }
       r.reply = Reply::number(deleted);
     } else if (name == "extend") {
-      const std::string &lock = a[1], &token = a[3], &ttl = a[4];
+      const std::string &lock = a[1], &owner = a[2], &token = a[3], &ttl = a[4], &keep_longer = a[5];
       Entry* e = find(i, lock);
       bool ours = e && e->type == "string" && e->value == token;
-      if (ours) e->expires = now_ + ms(ttl);
-      r.reply = Reply::number(ours ? 1 : e ? 0 : -1);
+      std::int64_t set = std::stoll(ttl);
+      if (ours && keep_longer == "1") {
+        // The TTL in the owner record ("UNIX_MS/TTL_MS OWNER"), or what the lock has left if longer.
+        Entry* o = find(i, owner);
+        auto slash = o ? o->value.find('/') : std::string::npos;
+        if (slash != std::string::npos) set = std::stoll(o->value.substr(slash + 1));
+        set = std::max(set, pttl(i, lock));
+      }
+      if (ours) e->expires = now_ + std::chrono::milliseconds(set);
+      r.reply = Reply::number(ours ? set : e ? 0 : -1);
     } else if (name == "heal") {
       const std::string &lock = a[1], &owner = a[2], &fence = a[3], &token = a[4], &ttl = a[5], &owner_value = a[6],
                         &fence_value = a[7];

@@ -54,3 +54,15 @@ TEST_CASE("when a busy lock could be free on a quorum") {
   // Not enough answers to know.
   CHECK_FALSE(quorum_free_in(5, 0, {100, 200}));
 }
+
+TEST_CASE("counts of servers read right: one server, and the servers not waited for") {
+  CHECK(servers_text(1, 1) == "1 of 1 server");
+  CHECK(servers_text(0, 1) == "0 of 1 server");
+  CHECK(servers_text(1, 3) == "1 of 3 servers");
+  Tally t;
+  t.total = 5;
+  t.no = 3;
+  CHECK(not_waited_text(t) == "2 not waited for");
+  t.failed = 2;
+  CHECK(not_waited_text(t).empty());
+}

@@ -75,7 +75,7 @@ TEST_CASE("the outcome is decided without waiting on frozen or slow servers") {
   // Three answered after 1 ms: the outcome is known then; the frozen and the slow one cost only
   // the short grace in which a second address of an answered server would show itself.
   CHECK(net.now() - start == 1ms + kDuplicateGrace);
-  CHECK(r.servers[3].result == "unknown");
+  CHECK(r.servers[3].result == kNotWaitedFor);
 }
 
 TEST_CASE("three of five frozen: no quorum after the timeout, nothing left behind") {
@@ -705,4 +705,76 @@ TEST_CASE("status: held, free, partial and foreign") {
 
   for (std::size_t i : Ids{2, 3, 4}) net.servers[i].frozen = true;
   CHECK(lock.status(spec().keys).no_quorum);
+}
+
+TEST_CASE("busy: the answers not waited for are no failure, and the holder is named") {
+  FakeNetwork net(5);
+  held_by_redlock(net, 20s);
+  for (std::size_t i : Ids{3, 4}) net.servers[i].latency = 50ms;
+  Redlock lock(net);
+  auto r = lock.acquire(spec(), no_wait());
+  REQUIRE(r.outcome == AcquireOutcome::Busy);
+  CHECK(r.message == "held by other@host:1 for another 20s (busy on 3 of 5 servers; 2 not waited for)");
+  for (std::size_t i : Ids{3, 4}) {
+    CHECK(r.servers[i].result == kNotWaitedFor);
+    CHECK(!r.servers[i].waited_for());
+  }
+  REQUIRE(r.holder);
+  CHECK(r.holder->owner == "other@host:1");
+  CHECK(r.holder->ttl == 19999ms);  // the script ran half a round trip in
+}
+
+TEST_CASE("busy: a holder without an owner record is held elsewhere, owner unknown") {
+  FakeNetwork net(3);
+  for (std::size_t i = 0; i < 3; ++i) net.set(i, "job", "theirs", 5s);
+  Redlock lock(net);
+  auto r = lock.acquire(spec(), no_wait());
+  REQUIRE(r.holder);
+  CHECK(!r.holder->owner);
+  CHECK(r.message.rfind("held elsewhere for another 5s (busy on ", 0) == 0);
+}
+
+TEST_CASE("owner records: since, the TTL taken with, and who; earlier forms read as far as they go") {
+  auto r = parse_owner_record(make_owner_record(1700000000000, 60000, "alice@host:1 (job 7)"));
+  CHECK(r.since_unix_ms == 1700000000000);
+  CHECK(r.ttl_ms == 60000);
+  CHECK(r.owner == "alice@host:1 (job 7)");
+  r = parse_owner_record("1700000000000 bob");
+  CHECK(r.since_unix_ms == 1700000000000);
+  CHECK(!r.ttl_ms);
+  CHECK(r.owner == "bob");
+  r = parse_owner_record("someone");
+  CHECK(!r.since_unix_ms);
+  CHECK(r.owner == "someone");
+}
+
+TEST_CASE("extend without a TTL keeps the TTL the lock was taken with, or a longer remaining one") {
+  FakeNetwork net(3);
+  Redlock lock(net);
+  REQUIRE(lock.acquire(spec("tok", 60s), no_wait()).outcome == AcquireOutcome::Acquired);
+  net.advance(10s);
+  auto r = lock.extend(derive_keys("job"), "tok", 30s, 0.01, {}, true);
+  REQUIRE(r.extended);
+  CHECK(r.ttl == 60s);
+  CHECK(r.validity > 59s);
+  // Explicit: the TTL asked for, shorter or not.
+  r = lock.extend(derive_keys("job"), "tok", 5s, 0.01);
+  CHECK(r.ttl == 5s);
+  // No owner record (another client's lock): the fallback, or what is left if longer.
+  for (std::size_t i = 0; i < 3; ++i) net.set(i, "job", "T", 100s);
+  r = lock.extend(derive_keys("job"), "T", 30s, 0.01, {}, true);
+  CHECK(r.ttl > 99s);
+}
+
+TEST_CASE("status: fewer than a quorum answered is unknown, whatever the others said") {
+  FakeNetwork net(5);
+  held_by_redlock(net, 20s);
+  for (std::size_t i : Ids{2, 3, 4}) net.servers[i].down = true;
+  Redlock lock(net);
+  auto s = lock.status(derive_keys("job"));
+  CHECK(s.no_quorum);
+  CHECK(s.state == LockState::Unknown);
+  CHECK(state_name(s.state) == "unknown");
+  for (std::size_t i : Ids{0, 1}) net.servers[i].down = true;
+  CHECK(lock.status(derive_keys("job")).state == LockState::Unknown);
 }
