@@ -956,18 +956,20 @@ CLIENT_LOOP = ('i=0; while [ $i -lt %d ] && [ ! -e "$STOP" ]; do '
 class HostLoad:
     """What loads the host while a scenario runs: BURNERS python busy loops (at the scenario's own
     priority) and CLIENTS shell loops of `acquire -n` + `release` on distinct names, every one
-    bounded in time (SECONDS) and count, and stopped by its pid."""
+    bounded in time (the SECONDS of start) and count, and stopped by its pid."""
 
-    def __init__(self, env, burners, clients, seconds, max_cycles=100000):
+    def __init__(self, env, burners, clients):
         self.env, self.burners, self.clients = env, burners, clients
         self.stop_file = os.path.join(env.workdir, "load.stop")
         self.procs = []
         self.outs = [os.path.join(env.workdir, "load-%d.codes" % k) for k in range(clients)]
+
+    def start(self, seconds, max_cycles=100000):
         quiet = dict(stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        for _ in range(burners):
+        for _ in range(self.burners):
             self.procs.append(subprocess.Popen([sys.executable, "-S", "-c", BURN % seconds], **quiet))
         for k, out in enumerate(self.outs):
-            e = faultlib.clean_env({"REDLOCK_SERVERS": env.spec, "RL": env.binary, "K": str(k), "OUT": out,
+            e = faultlib.clean_env({"REDLOCK_SERVERS": self.env.spec, "RL": self.env.binary, "K": str(k), "OUT": out,
                                     "STOP": self.stop_file})
             self.procs.append(subprocess.Popen(["timeout", "-s", "KILL", "%.0f" % seconds, "sh", "-c",
                                                 CLIENT_LOOP % max_cycles], env=e, start_new_session=True, **quiet))
@@ -1027,10 +1029,10 @@ def loaded_host(ctx):
     wait for a CPU); the extra clients' exits 69 (a healthy server taken for a dead one by a single
     attempt) are counted, not judged."""
     env = env_for(ctx, "loaded-host")
-    load = None
+    load = HostLoad(env, env.rng.randint(2, 4), 40)
     try:
         mixed_workers(env, 6, 2)
-        load = HostLoad(env, env.rng.randint(2, 4), 40, 3 * ctx.seconds + 30)
+        load.start(3 * ctx.seconds + 30)
         env.run(3 * ctx.seconds, enough_cycles(ctx.seconds, 5))
         load.stop()
         s = summarize(env, "loaded-host", acceptable_codes=(0, 75), expect_cycles=5)
@@ -1043,8 +1045,7 @@ def loaded_host(ctx):
         s.check(s["extra_cycles"] > 0, "the extra clients did not run")
         return s
     finally:
-        if load:
-            load.stop()
+        load.stop()
         env.close()
 
 
