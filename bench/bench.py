@@ -4,8 +4,8 @@ run) as a Markdown table on stdout and a JSON file.
 
     bench.py [--quick] [--json PATH] [--rows ROW,ROW...] [-v]
 
-Rows: cycle, run, frozen, scale, handoff, waiter, contention, rss, startup (default: all, in that
-order). Every server is a redis-server started here on a loopback port and killed by its process id
+Rows: cycle, run, frozen, scale, handoff, handoff-node, waiter, contention, load, rss, startup
+(default: all, in that order). Every server is a redis-server started here on a loopback port and killed by its process id
 at the end; every loop is bounded in count and time. Timing targets are reported, never asserted:
 the exit status is 0 when every row was measured (met or not), 1 when a row could not be measured,
 77 when a reference is missing.
@@ -19,6 +19,8 @@ import argparse
 import datetime
 import json
 import os
+import queue
+import random
 import re
 import shlex
 import signal
@@ -26,6 +28,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -34,9 +37,10 @@ sys.path.insert(0, HERE)
 
 from cluster import Cluster, die_with_parent  # noqa: E402
 
-ROWS = ["cycle", "run", "frozen", "scale", "handoff", "waiter", "contention", "load", "rss", "startup"]
-# Rows that need nothing but redis-server and the binary: run alone, they check for no references.
-SELF_CONTAINED = {"load"}
+ROWS = ["cycle", "run", "frozen", "scale", "handoff", "handoff-node", "waiter", "contention", "load", "rss", "startup"]
+# What rows need besides redis-server and the binary, when it is not every reference: run alone,
+# they check for nothing else ("node": node with node-redlock and ioredis installed).
+NEEDS = {"load": (), "handoff-node": ("node",), "waiter": ("node",)}
 SKIP = 77
 
 # What a shell script using redis-cli would send to release: compare-and-delete.
@@ -97,6 +101,7 @@ class Bench:
         self.node_modules = os.environ.get("REDLOCK_BENCH_NODE_MODULES") or os.path.join(
             os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "redlock-bench", "node", "node_modules")
         self.lock_js = os.path.join(HERE, "node", "lock.js")
+        self.holder_js = os.path.join(HERE, "node", "holder.js")
         self.lock_py = os.path.join(HERE, "py", "lock.py")
         self.env = {k: v for k, v in os.environ.items() if not k.startswith("REDLOCK_")}
         self.env["NODE_PATH"] = self.node_modules
@@ -119,11 +124,17 @@ class Bench:
             raise Missing("redlock binary not found at %s (set REDLOCK_BIN)" % self.bin)
         tools = {"hyperfine": "hyperfine", "redis-server": "redis-server", "redis-cli": "redis-tools",
                  "flock": "util-linux", "/usr/bin/time": "time", "node": "nodejs", "cc": "gcc"}
+        every = any(r not in NEEDS for r in rows)
+        if not every:
+            wanted = {"redis-server"}.union(*(NEEDS[r] for r in rows))
+            tools = {t: p for t, p in tools.items() if t in wanted}
         for tool, package in tools.items():
             if subprocess.run(["sh", "-c", "command -v %s" % shlex.quote(tool)], stdout=subprocess.DEVNULL).returncode:
                 raise Missing("%s not found (Debian package %s)" % (tool, package))
-        if subprocess.run([self.python, "-c", "import redis"], stderr=subprocess.DEVNULL).returncode:
+        if every and subprocess.run([self.python, "-c", "import redis"], stderr=subprocess.DEVNULL).returncode:
             raise Missing("%s cannot import redis (Debian package python3-redis)" % self.python)
+        if "node" not in tools:
+            return
         for pkg in ("redlock", "ioredis"):
             if not os.path.exists(os.path.join(self.node_modules, pkg, "package.json")):
                 raise Missing("node package %s not installed in %s (scripts/bench installs it)" % (pkg, self.node_modules))
@@ -498,6 +509,96 @@ class Bench:
                   dict(n, value=n["per_s"], unit="cmd/s", text="%.2f cmd/s (node-redlock retry loop, retryCount -1)" % n["per_s"]),
                   ratio, "≤ 2 cmd/s", r["per_s"] <= 2.0)
 
+    # Hold times, TTLs and modes of the node-redlock holder in "hand-off from node-redlock": the same
+    # sequence on every run. `using` TTLs are short, so that node-redlock 5 extends the lock (it does
+    # once less than 500 ms is left) in most of those rounds, and holds past the TTL in about half
+    # of them; `lock` TTLs outlast the hold.
+    HOLDER_TTLS_MS = {"lock": (2000, 10000, 30000), "using": (700, 1000)}
+
+    def _node_reader(self, holder):
+        """A queue of the node holder's stdout lines, filled by a thread of its own."""
+        lines = queue.Queue()
+
+        def pump():
+            for raw in holder.stdout:
+                lines.put(raw.decode(errors="replace").split())
+            lines.put(None)
+        threading.Thread(target=pump, daemon=True).start()
+        return lines
+
+    @staticmethod
+    def _holder_says(lines, word, timeout):
+        try:
+            got = lines.get(timeout=timeout)
+        except queue.Empty:
+            raise RuntimeError("the node-redlock holder said nothing for %.0f s (expected %r)" % (timeout, word))
+        if not got or got[0] != word:
+            raise RuntimeError("the node-redlock holder: expected %r, got %r" % (word, " ".join(got or ["(end)"])))
+        return [int(x) for x in got[1:]]
+
+    def _node_handoff_once(self, c, holder, lines, mode, hold_ms, ttl_ms):
+        """One round: node-redlock takes NAME; a waiting `acquire -w 10s` is started behind it; the
+        time from the holder's release (the instant before it was sent) to the waiter's exit with
+        the lock, in ms (an upper bound: the waiter's exit comes after its acquisition)."""
+        name = "bench-handoff-node"
+        holder.stdin.write(b"%s %d %d\n" % (mode.encode(), hold_ms, ttl_ms))
+        holder.stdin.flush()
+        self._holder_says(lines, "held", 15)
+        waiter = self.spawn([self.bin, "-S", c.spec(), "--json", "acquire", "-w", "10s", name], stdout=subprocess.PIPE)
+        released, _ = self._holder_says(lines, "released", 15)
+        out = self.finish(waiter, 15)[0]
+        got = time.monotonic_ns()
+        j = json.loads(out.decode() or "{}")
+        if waiter.returncode != 0 or not j.get("acquired"):
+            raise RuntimeError("the waiter behind node-redlock exited %d: %s" % (waiter.returncode, out[-300:]))
+        self.redlock("-S", c.spec(), "release", name, "--token", j["token"])
+        ms = (got - released) / 1e6
+        if ms < 0:
+            raise RuntimeError("the waiter got the lock %.0f ms before node-redlock released it (%s)" % (-ms, mode))
+        return {"ms": ms, "mode": mode, "hold_ms": hold_ms, "ttl_ms": ttl_ms, "attempts": j.get("attempts"),
+                "past_ttl": hold_ms > ttl_ms}  # held past its TTL: only auto-extension makes that possible
+
+    def _node_handoff_rounds(self, c, rounds, rng):
+        holder = self.spawn([self.node, self.holder_js, c.spec(), "bench-handoff-node"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE)
+        try:
+            lines = self._node_reader(holder)
+            out = []
+            for i in range(rounds):
+                mode = ("lock", "using")[i % 2]
+                out.append(self._node_handoff_once(c, holder, lines, mode, rng.randint(300, 1500),
+                                                   rng.choice(self.HOLDER_TTLS_MS[mode])))
+            holder.stdin.close()  # the end of its input: it disconnects and exits
+            holder.wait(timeout=15)
+            return out
+        finally:
+            self.kill(holder)
+            if holder in self.procs:
+                self.procs.remove(holder)
+
+    def row_handoff_node(self):
+        """A waiter behind a holder that never announces its release (node-redlock): the time from
+        its release to the waiter's acquisition, on 1 and on 5 servers."""
+        if not os.path.exists(os.path.join(self.node_modules, "redlock5", "package.json")):
+            self.line("handoff-node", "hand-off from node-redlock", {"value": None, "text": "skipped"},
+                      {"text": "node-redlock 5 (`redlock5` of bench/node/package.json) not installed in %s"
+                       % self.node_modules}, None, "< 1 s", None, skipped=True)
+            return
+        rng = random.Random(24)
+        rounds = 4 if self.quick else 20
+        for n in (1, 5):
+            samples = self._node_handoff_rounds(self.cluster(n), rounds, rng)
+            ms = [s["ms"] for s in samples]
+            worst, med = max(ms), median(ms)
+            self.line("handoff-node", "hand-off from node-redlock: its release → `acquire -w 10s` has the lock, "
+                      "%d server%s, %d rounds" % (n, "s" if n > 1 else "", len(ms)),
+                      {"value": med, "worst_ms": worst, "unit": "ms", "samples": samples,
+                       "text": "median %s, worst %s" % (fmt_ms(med), fmt_ms(worst))},
+                      {"text": "node-redlock holding 0.3–1.5 s: `lock()`/`unlock()` (4.2.0) and `using()` with "
+                               "auto-extension (5.0.0-beta.2), alternately; %d held past their TTL"
+                               % sum(s["past_ttl"] for s in samples)},
+                      None, "worst < 1 s", worst < 1000.0)
+
     def row_contention(self):
         c5 = self.cluster(5)
         procs, runs = (5, 4) if self.quick else (20, 20)
@@ -718,10 +819,7 @@ def main():
 
     bench = Bench(args)
     try:
-        if set(rows) - SELF_CONTAINED:
-            bench.check_references(rows)
-        elif not os.path.exists(bench.bin):
-            raise Missing("redlock binary not found at %s (set REDLOCK_BIN)" % bench.bin)
+        bench.check_references(rows)
     except Missing as e:
         print("bench: skipped: %s" % e, file=sys.stderr)
         bench.cleanup()
@@ -734,7 +832,7 @@ def main():
             log("%s ..." % row)
             t0 = time.monotonic()
             try:
-                getattr(bench, "row_" + row)()
+                getattr(bench, "row_" + row.replace("-", "_"))()
             except Exception as e:  # noqa: BLE001 -- one row's failure is reported, the others still run
                 bench.errors.append((row, "%s: %s" % (type(e).__name__, e)))
                 log("%s failed: %s" % (row, e))

@@ -586,10 +586,16 @@ def summarize(env, name, exclude=(), acceptable_codes=(0, 75, 79, 69), expect_cy
     return s
 
 
+# Counts some scenarios add (loaded-host: its exits 69), summed over a soak's rounds, and what they came from.
+EXTRA_COUNTS = ("exit_69_workers", "extra_cycles", "extra_exit_69", "extra_other_failures")
+EXTRA_FIGURES = ("burners", "extra_clients") + EXTRA_COUNTS
+
+
 def print_summary(s, out=sys.stderr):
     keys = ("scenario", "binary", "fault", "seconds", "cycles", "overlaps", "lost_updates", "lost_updates_unfenced",
             "stale_accepted", "stale_accepted_unfenced", "stale_rejected", "fence_violations", "foreign_releases",
             "p99_acquire_ms", "heals", "p99_reacquire_ms", "exit_codes")
+    keys += tuple(k for k in EXTRA_FIGURES if k in s)
     out.write("  " + " ".join("%s=%s" % (k, s.get(k)) for k in keys) + "\n")
     for f in s["failures"]:
         out.write("  FAIL: %s\n" % f)

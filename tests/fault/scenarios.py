@@ -940,6 +940,115 @@ def blip_scenario(ctx):
         env.close()
 
 
+# ---------------------------------------------------------------------------------------------
+# S1 S9 S11 on a loaded host: healthy servers, CPUs taken by others
+
+
+BURN = "import time\nend = time.monotonic() + %f\nwhile time.monotonic() < end:\n    pass\n"
+# One extra client: `acquire -n` + `release` on names of its own, each exit status a line of its file;
+# it ends when the stop file appears, after MAX cycles, or (timeout) after its time.
+CLIENT_LOOP = ('i=0; while [ $i -lt %d ] && [ ! -e "$STOP" ]; do '
+               't=$("$RL" acquire -n --ttl 10s "loaded-$K-$i"); r=$?; echo "a $r" >> "$OUT"; '
+               '[ $r -eq 0 ] && { "$RL" release "loaded-$K-$i" --token "$t" >/dev/null; echo "r $?" >> "$OUT"; }; '
+               'i=$((i+1)); done')
+
+
+class HostLoad:
+    """What loads the host while a scenario runs: BURNERS python busy loops (at the scenario's own
+    priority) and CLIENTS shell loops of `acquire -n` + `release` on distinct names, every one
+    bounded in time (the SECONDS of start) and count, and stopped by its pid."""
+
+    def __init__(self, env, burners, clients):
+        self.env, self.burners, self.clients = env, burners, clients
+        self.stop_file = os.path.join(env.workdir, "load.stop")
+        self.procs = []
+        self.outs = [os.path.join(env.workdir, "load-%d.codes" % k) for k in range(clients)]
+
+    def start(self, seconds, max_cycles=100000):
+        quiet = dict(stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        for _ in range(self.burners):
+            self.procs.append(subprocess.Popen([sys.executable, "-S", "-c", BURN % seconds], **quiet))
+        for k, out in enumerate(self.outs):
+            e = faultlib.clean_env({"REDLOCK_SERVERS": self.env.spec, "RL": self.env.binary, "K": str(k), "OUT": out,
+                                    "STOP": self.stop_file})
+            self.procs.append(subprocess.Popen(["timeout", "-s", "KILL", "%.0f" % seconds, "sh", "-c",
+                                                CLIENT_LOOP % max_cycles], env=e, start_new_session=True, **quiet))
+
+    def stop(self):
+        """Stops every process it started: the loops at the end of their cycle, the busy loops at
+        once, and whatever is left after 5 s by its pid (a loop with its own process group, which
+        `timeout` leads, so its redlock goes too)."""
+        open(self.stop_file, "w").close()
+        deadline = time.monotonic() + 5
+        for p in self.procs:
+            if p.args[0] == sys.executable and p.poll() is None:
+                p.kill()
+            try:
+                p.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                try:
+                    os.killpg(p.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                p.wait(timeout=10)
+
+    def codes(self):
+        """{"a": [acquire exits], "r": [release exits]} of the extra clients."""
+        out = {"a": [], "r": []}
+        for path in self.outs:
+            try:
+                with open(path) as f:
+                    for line in f:
+                        kind, _, code = line.partition(" ")
+                        if kind in out and code.strip():
+                            out[kind].append(int(code))
+            except OSError:
+                pass
+        return out
+
+
+def enough_cycles(seconds, cycles):
+    """A nemesis that does nothing (the load runs on its own): the run lasts SECONDS, longer (the
+    caller bounds it) while fewer than CYCLES holders have entered, so that a load that slows the
+    lock down still leaves the checkers something to check."""
+    def nemesis(env):
+        deadline = time.monotonic() + seconds
+        for _ in range(1000000):
+            if time.monotonic() >= deadline and sum(1 for e in env.history() if e.get("ev") == "enter") >= cycles:
+                return
+            if not env.sleep(0.25):
+                return
+    return nemesis
+
+
+@scenario("loaded-host", "S1 S9 S11", 8)
+def loaded_host(ctx):
+    """The `contention` workers on 5 healthy servers while 2-4 busy loops and 40 clients of their own
+    (`acquire -n` + `release` on distinct names) take the CPUs: no overlap, no lost update, fences
+    increasing, and no exit 69 from the workers (they wait with -w 10s, which outlasts a server's
+    wait for a CPU); the extra clients' exits 69 (a healthy server taken for a dead one by a single
+    attempt) are counted, not judged."""
+    env = env_for(ctx, "loaded-host")
+    load = HostLoad(env, env.rng.randint(2, 4), 40)
+    try:
+        mixed_workers(env, 6, 2)
+        load.start(3 * ctx.seconds + 30)
+        env.run(3 * ctx.seconds, enough_cycles(ctx.seconds, 5))
+        load.stop()
+        s = summarize(env, "loaded-host", acceptable_codes=(0, 75), expect_cycles=5)
+        codes = load.codes()
+        s["burners"], s["extra_clients"] = load.burners, load.clients
+        s["exit_69_workers"] = sum(1 for e in s.events if e.get("ev") == "done" and e.get("code") == 69)
+        s["extra_cycles"] = len(codes["a"])
+        s["extra_exit_69"] = codes["a"].count(69) + codes["r"].count(69)
+        s["extra_other_failures"] = sum(1 for c in codes["a"] + codes["r"] if c not in (0, 69))
+        s.check(s["extra_cycles"] > 0, "the extra clients did not run")
+        return s
+    finally:
+        load.stop()
+        env.close()
+
+
 @scenario("quorum-loss", "S13", 12)
 def quorum_loss_scenario(ctx):
     """3 of 5 servers frozen past the TTL while a long command holds: the command is signalled and

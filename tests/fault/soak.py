@@ -36,7 +36,7 @@ import scenarios  # noqa: E402
 MUST_PASS = ["contention", "pause-minority", "kill-minority", "partition", "proxy", "split-brain", "no-quorum",
              "crash-restart-delayed", "crash-restart-aof", "early-expiry", "clock-rate", "clock-step", "stale-token",
              "holder-pause", "renewal", "quorum-loss", "holder-crash", "signals", "duplicate-server", "script-flush",
-             "starvation", "siblings", "rolling-restart", "blip"]
+             "starvation", "siblings", "rolling-restart", "blip", "loaded-host"]
 # (row name, scenario, REDLOCK_FAULT or None for the real binary): must be caught.
 CONTROLS = [("control:release-any", "stale-token", "release-any"),
             ("control:no-validity", "quorum-loss", "no-validity"),
@@ -68,6 +68,9 @@ def aggregate(row, expect, runs):
            # The worst round's p99 (rounds differ in load; the worst is what a user meets).
            "p99_acquire_ms": worst("p99_acquire_ms"), "p99_reacquire_ms": worst("p99_reacquire_ms"),
            "failed_rounds": failed}
+    for key in faultlib.EXTRA_COUNTS:
+        if any(key in r for r in runs):
+            out[key] = total(key)
     if expect == "pass":
         out["verdict"] = "ok" if failed == 0 else "FAIL"
     else:
