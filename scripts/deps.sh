@@ -17,7 +17,7 @@ install_missing() {
 BUILD_PACKAGES=(cmake g++ make ninja-build pkg-config libhiredis-dev libcli11-dev nlohmann-json3-dev doctest-dev
   libssl-dev)
 TEST_PACKAGES=(redis-server redis-tools python3 python3-redis openssl groff-base man-db procps iproute2 nftables
-  faketime ltrace dpkg-dev file zsh)
+  faketime ltrace dpkg-dev file zsh jq)
 # What scripts/bench measures redlock against (references only, never redlock's dependencies);
 # node-redlock comes from npm (bench/node/package.json), nodejs and npm only when node is missing.
 BENCH_PACKAGES=(hyperfine time util-linux redis-server redis-tools python3 python3-redis)
