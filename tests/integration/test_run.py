@@ -167,7 +167,8 @@ class ExitStatus(RunTest):
             r = self.rl("--json", "run", "job", "--", cmd)
             self.assertEqual(r.code, code, r)
             self.assertEqual(r.json()["error"], {"code": code, "message": message}, r)
-            self.assertEqual(r.stderr, "redlock: error: %s\n" % message, r)
+            # The last line: under ASan, a child that gives up on its own stack may add a warning.
+            self.assertEqual(r.stderr.splitlines()[-1], "redlock: error: %s" % message, r)
 
     def test_kill_after_longer_than_a_third_of_the_ttl_is_shortened_with_a_warning(self):
         r = self.rl("run", "--ttl", "3s", "-k", "5s", "job", "--", "true")
