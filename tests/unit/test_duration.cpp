@@ -26,14 +26,11 @@ TEST_CASE("durations: compound forms as Go and systemd write them") {
   CHECK(parse_duration("1d12h", "--ttl") == 36h);
   CHECK(parse_duration("1s500ms", "--ttl") == 1500ms);
   CHECK(parse_duration("1.5m10s", "--ttl") == 100s);
-  for (const char* bad : {"1m30", "30 1m", "1m-30s", "1mm", "m1", "1m.s", "1m 30s", "1m30x"}) {
-    CAPTURE(bad);
-    CHECK_THROWS_AS(parse_duration(bad, "--ttl"), Error);
-  }
 }
 
 TEST_CASE("durations: bad input is a usage error that names the option") {
-  for (const char* bad : {"", "-1", "-1s", "abc", "1x", "1sec", "s", "1.2.3", "1 s", "ms", ".", "1e3", "+1", "0x10"}) {
+  for (const char* bad : {"",    "-1", "-1s",  "abc",  "1x",    "1sec",   "s",   "1.2.3", "1 s",  "ms",     ".",
+                          "1e3", "+1", "0x10", "1m30", "30 1m", "1m-30s", "1mm", "m1",    "1m.s", "1m 30s", "1m30x"}) {
     CAPTURE(bad);
     try {
       parse_duration(bad, "--wait");
