@@ -175,7 +175,7 @@ class Cluster:
             raise
 
     def _load_scripts(self):
-        scripts = os.path.join(ROOT, "core", "scripts")
+        scripts = os.path.join(ROOT, "core", "lock", "scripts")
         bodies = []
         for name in sorted(os.listdir(scripts)):
             with open(os.path.join(scripts, name), "rb") as f:

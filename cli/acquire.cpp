@@ -11,14 +11,14 @@
 #include <cstring>
 
 #include "commands.hpp"
-#include "duration.hpp"
+#include "core/lock/faults.hpp"
+#include "core/lock/token.hpp"
+#include "core/util/duration.hpp"
+#include "core/util/error.hpp"
 #include "enclosing.hpp"
-#include "error.hpp"
 #include "exit_codes.hpp"
-#include "faults.hpp"
 #include "signals.hpp"
 #include "supervisor.hpp"
-#include "token.hpp"
 
 namespace redlock::cli {
 

@@ -15,12 +15,12 @@
 #include <iostream>
 #include <map>
 
-#include "duration.hpp"
+#include "core/lock/token.hpp"
+#include "core/util/duration.hpp"
+#include "core/util/error.hpp"
+#include "core/util/fd.hpp"
 #include "enclosing.hpp"
-#include "error.hpp"
 #include "exit_codes.hpp"
-#include "fd.hpp"
-#include "token.hpp"
 
 namespace redlock::cli {
 

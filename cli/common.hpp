@@ -12,13 +12,13 @@
 #include <string_view>
 #include <vector>
 
-#include "clock.hpp"
 #include "config.hpp"
-#include "fd.hpp"
-#include "keys.hpp"
-#include "redlock.hpp"
-#include "server_url.hpp"
-#include "transport.hpp"
+#include "core/lock/keys.hpp"
+#include "core/lock/redlock.hpp"
+#include "core/net/server_url.hpp"
+#include "core/net/transport.hpp"
+#include "core/util/clock.hpp"
+#include "core/util/fd.hpp"
 
 namespace CLI {
 class App;

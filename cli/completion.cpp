@@ -3,7 +3,7 @@
 
 #include "commands.hpp"
 #include "completions.hpp"
-#include "error.hpp"
+#include "core/util/error.hpp"
 
 namespace redlock::cli {
 

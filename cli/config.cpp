@@ -9,9 +9,9 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "env_file.hpp"
-#include "error.hpp"
-#include "fd.hpp"
+#include "core/util/env_file.hpp"
+#include "core/util/error.hpp"
+#include "core/util/fd.hpp"
 
 namespace redlock::cli {
 

@@ -1,10 +1,10 @@
-#include "doctor.hpp"
+#include "core/doctor/doctor.hpp"
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
 
 #include "commands.hpp"
-#include "duration.hpp"
+#include "core/util/duration.hpp"
 #include "exit_codes.hpp"
 
 namespace redlock::cli {

@@ -4,7 +4,7 @@
 #include <cstdlib>
 
 #include "common.hpp"
-#include "error.hpp"
+#include "core/util/error.hpp"
 
 namespace redlock::cli {
 

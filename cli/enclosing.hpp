@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "server_url.hpp"
+#include "core/net/server_url.hpp"
 
 namespace redlock::cli {
 

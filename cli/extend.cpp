@@ -2,8 +2,8 @@
 #include <cstdio>
 
 #include "commands.hpp"
-#include "duration.hpp"
-#include "error.hpp"
+#include "core/util/duration.hpp"
+#include "core/util/error.hpp"
 #include "exit_codes.hpp"
 
 namespace redlock::cli {

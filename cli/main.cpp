@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "commands.hpp"
-#include "error.hpp"
+#include "core/util/error.hpp"
 #include "exit_codes.hpp"
 #include "help.hpp"
 

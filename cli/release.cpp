@@ -2,7 +2,7 @@
 #include <cstdio>
 
 #include "commands.hpp"
-#include "error.hpp"
+#include "core/util/error.hpp"
 #include "exit_codes.hpp"
 
 namespace redlock::cli {

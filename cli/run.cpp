@@ -9,14 +9,14 @@
 #include <cstring>
 
 #include "commands.hpp"
-#include "duration.hpp"
+#include "core/lock/faults.hpp"
+#include "core/lock/lease.hpp"
+#include "core/lock/quorum.hpp"
+#include "core/util/duration.hpp"
+#include "core/util/error.hpp"
+#include "core/util/fd.hpp"
 #include "enclosing.hpp"
-#include "error.hpp"
 #include "exit_codes.hpp"
-#include "faults.hpp"
-#include "fd.hpp"
-#include "lease.hpp"
-#include "quorum.hpp"
 #include "signals.hpp"
 #include "supervisor.hpp"
 

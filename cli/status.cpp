@@ -3,7 +3,7 @@
 #include <ctime>
 
 #include "commands.hpp"
-#include "duration.hpp"
+#include "core/util/duration.hpp"
 #include "exit_codes.hpp"
 
 namespace redlock::cli {

@@ -15,7 +15,7 @@
 #include <cstring>
 #include <set>
 
-#include "error.hpp"
+#include "core/util/error.hpp"
 
 extern char** environ;
 

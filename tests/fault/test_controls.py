@@ -1,6 +1,6 @@
 """Negative controls: a lock broken on purpose must be caught by a checker. redlock-faulty with
 REDLOCK_FAULT=release-any / no-validity / half-quorum /
-inherit-any-token (core/faults.hpp), and the real binary with a
+inherit-any-token (core/lock/faults.hpp), and the real binary with a
 holder's server restarted at once without persistence. Each runs a scenario that the real binary
 passes (test_safety.py, test_holder.py, test_crash.py) and asserts that the violation IS found."""
 

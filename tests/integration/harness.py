@@ -346,7 +346,7 @@ class Cluster:
 
     def warm_scripts(self):
         """Loads redlock's scripts, as on servers that have been up for a while (NOSCRIPT has tests of its own)."""
-        scripts = os.path.join(ROOT, "core", "scripts")
+        scripts = os.path.join(ROOT, "core", "lock", "scripts")
         bodies = []
         for name in sorted(os.listdir(scripts)):
             with open(os.path.join(scripts, name), "rb") as f:

@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "network.hpp"
-#include "scripts.hpp"
+#include "core/lock/scripts.hpp"
+#include "core/net/network.hpp"
 
 namespace redlock::test {
 

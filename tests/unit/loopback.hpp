@@ -9,8 +9,8 @@
 #include <cstdint>
 #include <string>
 
-#include "fd.hpp"
-#include "server_url.hpp"
+#include "core/net/server_url.hpp"
+#include "core/util/fd.hpp"
 
 namespace redlock::test {
 

@@ -1,0 +1,817 @@
+#include "core/doctor/doctor.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cstdio>
+#include <functional>
+#include <memory>
+#include <set>
+
+#include "core/lock/keys.hpp"
+#include "core/lock/scripts.hpp"
+#include "core/lock/token.hpp"
+#include "core/util/duration.hpp"
+
+namespace redlock {
+
+namespace {
+
+// Long enough for the probe's pipeline to finish on any sane --timeout; short enough that a probe
+// key whose release was refused disappears soon.
+constexpr Duration kProbeTtl = std::chrono::seconds(10);
+// TIME is asked this many times; the answer with the shortest round trip places a clock best.
+constexpr int kTimeRounds = 3;
+// The summary of a check that had no server to ask.
+constexpr const char* kNobodyToAsk = "no server to ask (none answered, or none let us in)";
+
+bool starts_with(std::string_view s, std::string_view prefix) {
+  return s.substr(0, prefix.size()) == prefix;
+}
+
+std::string plural(std::size_t n, const char* one, const char* many) {
+  return std::to_string(n) + " " + (n == 1 ? one : many);
+}
+
+// "2 of 5 servers are", "1 of 5 servers is".
+std::string are(std::size_t n, std::size_t of) {
+  return servers_text(n, of) + (n == 1 ? " is" : " are");
+}
+
+// How long D is, without its sign (the caller says ahead or behind). Latencies and skews:
+// fractions of a millisecond matter here, unlike for TTLs.
+std::string ms_text(Duration d) {
+  double ms = to_ms(d);
+  if (ms >= 1000.0 || ms <= -1000.0) return format_duration(d < Duration::zero() ? -d : d);
+  char buf[32];
+  std::snprintf(buf, sizeof buf, ms < 10.0 && ms > -10.0 ? "%.2fms" : "%.0fms", ms < 0 ? -ms : ms);
+  return buf;
+}
+
+std::string failure_text(const Result& r) {
+  // The transport's own errors often begin with the failure's name already ("connect: refused").
+  std::string name(failure_name(r.failure));
+  return starts_with(r.error, name + ":") ? r.error : name + ": " + r.error;
+}
+
+// The server answered the command, if only to refuse it; a refused AUTH or SELECT is no answer,
+// since no lock command could run there either.
+bool answered(const Result& r) {
+  return r.ok() || r.failure == Failure::Reply || (r.failure == Failure::Auth && starts_with(r.error, "NOPERM"));
+}
+
+// The servers that answered the first request and are not a second URL of another.
+bool askable(const ServerFacts& f) {
+  return f.reachable && !f.duplicate;
+}
+
+// A server that said it is no master (a replica) never counts as a vote, as the lock commands
+// count; one that would not tell is counted, as they count it.
+bool not_a_master(const ServerFacts& f) {
+  return f.role && *f.role != "master";
+}
+
+// Which servers have a vote: askable, no replica, and not a run_id already counted (one server
+// listed twice is one vote, as acquire counts it, which refuses the list).
+std::vector<bool> voters(const std::vector<ServerFacts>& servers) {
+  std::vector<bool> out(servers.size(), false);
+  std::set<std::string> seen;
+  for (std::size_t i = 0; i < servers.size(); ++i) {
+    const ServerFacts& f = servers[i];
+    out[i] = askable(f) && !not_a_master(f) && (!f.run_id || seen.insert(*f.run_id).second);
+  }
+  return out;
+}
+
+std::optional<std::int64_t> to_int(std::string_view text) {
+  std::int64_t v = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return v;
+}
+
+// Pipelined requests to some of the servers, answered in order per server.
+class Batch {
+ public:
+  Batch(Network& network, const std::vector<bool>& ask, const std::function<std::vector<Request>(std::size_t)>& make)
+      : network_(network), state_(std::make_shared<State>()) {
+    state_->results.resize(network.size());
+    state_->sent.resize(network.size());
+    for (std::size_t i = 0; i < network.size(); ++i) {
+      if (!ask[i]) continue;
+      std::vector<Request> requests = make(i);
+      state_->results[i].resize(requests.size());
+      state_->sent[i] = network.now();
+      for (std::size_t k = 0; k < requests.size(); ++k) {
+        ++state_->outstanding;
+        // The round trip is timed here, when the answer is handed over: a reply read in the same
+        // turn as its request was written would otherwise count as taking no time at all.
+        network.send(i, std::move(requests[k]),
+                     [state = state_, net = &network, sent = state_->sent[i], i, k](Result r) {
+                       if (state->results[i][k]) return;
+                       r.latency = net->now() - sent;
+                       state->results[i][k] = std::move(r);
+                       --state->outstanding;
+                     });
+      }
+    }
+  }
+
+  // Every request is answered within the per-request deadline, so this ends.
+  void wait() {
+    network_.run_until([state = state_] { return state->outstanding == 0; }, kNever);
+  }
+
+  const std::optional<Result>& result(std::size_t server, std::size_t k) const { return state_->results[server][k]; }
+  TimePoint sent(std::size_t server) const { return state_->sent[server]; }
+
+ private:
+  struct State {
+    std::vector<std::vector<std::optional<Result>>> results;
+    std::vector<TimePoint> sent;
+    std::size_t outstanding = 0;
+  };
+  Network& network_;
+  std::shared_ptr<State> state_;
+};
+
+void read_role(ServerFacts& f, const Result& r) {
+  if (!r.ok()) {
+    f.role_error = failure_text(r);
+    return;
+  }
+  const Reply& reply = r.reply;
+  if (reply.type != Reply::Type::Array || reply.elements.empty()) {
+    f.role_error = "unexpected reply to ROLE";
+    return;
+  }
+  f.role = reply.elements[0].str;
+  if (*f.role == "master" && reply.elements.size() >= 3 && reply.elements[2].type == Reply::Type::Array) {
+    f.replicas = reply.elements[2].elements.size();
+  } else if (*f.role == "slave" && reply.elements.size() >= 3) {
+    auto port = reply.elements[2].as_integer();
+    f.master_of = reply.elements[1].str + ":" + (port ? std::to_string(*port) : "?");
+  }
+}
+
+void read_info_server(ServerFacts& f, const Result& r) {
+  if (!r.ok() || r.reply.type != Reply::Type::String) {
+    f.info_error = r.ok() ? "unexpected reply to INFO" : failure_text(r);
+    return;
+  }
+  auto info = parse_info(r.reply.str);
+  if (auto it = info.find("run_id"); it != info.end()) f.run_id = it->second;
+  if (auto it = info.find("redis_version"); it != info.end()) f.version = it->second;
+  if (auto it = info.find("uptime_in_seconds"); it != info.end()) f.uptime_s = to_int(it->second);
+}
+
+void read_info_persistence(ServerFacts& f, const Result& r) {
+  if (!r.ok() || r.reply.type != Reply::Type::String) {
+    f.persistence_error = r.ok() ? "unexpected reply to INFO" : failure_text(r);
+    return;
+  }
+  auto info = parse_info(r.reply.str);
+  if (auto it = info.find("aof_enabled"); it != info.end()) {
+    f.aof = it->second != "0";
+  } else {
+    f.persistence_error = "INFO persistence has no aof_enabled";
+  }
+}
+
+void read_appendfsync(ServerFacts& f, const Result& r) {
+  if (!r.ok()) {
+    f.config_error = failure_text(r);
+  } else if (r.reply.type == Reply::Type::Array && r.reply.elements.size() == 2) {
+    f.appendfsync = r.reply.elements[1].str;
+  } else {
+    f.config_error = "CONFIG GET appendfsync gave no value";
+  }
+}
+
+void read_time(ServerFacts& f, const Result& r, TimePoint sent) {
+  if (!answered(r)) {
+    if (!f.clock) f.clock_error = failure_text(r);
+    return;
+  }
+  if (!f.round_trip || r.latency < *f.round_trip) f.round_trip = r.latency;
+  if (!r.ok()) {
+    f.clock_error = failure_text(r);
+    return;
+  }
+  std::optional<std::int64_t> seconds, micros;
+  if (r.reply.type == Reply::Type::Array && r.reply.elements.size() == 2) {
+    seconds = r.reply.elements[0].as_integer();
+    micros = r.reply.elements[1].as_integer();
+  }
+  if (!seconds || !micros) {
+    f.clock_error = "unexpected reply to TIME";
+    return;
+  }
+  if (f.clock && f.clock->round_trip <= r.latency) return;
+  f.clock = ClockSample{*seconds * 1000000 + *micros, sent, r.latency};
+  f.clock_error.clear();
+}
+
+// The probe requests, in the order they are sent (each depends on the ones before it).
+enum Probe : std::size_t {
+  kRole,
+  kInfoServer,
+  kInfoPersistence,
+  kConfigFsync,
+  kAcquire,
+  kExtend,
+  kStatus,
+  kFence,
+  kRelease,
+  kCleanup,
+  kLeftOver,
+  kSubscribe,
+  kUnsubscribe,
+  kProbeCount
+};
+
+const char* probe_name(std::size_t k) {
+  switch (k) {
+    case kAcquire:
+      return "acquire script";
+    case kExtend:
+      return "extend script";
+    case kStatus:
+      return "status script";
+    case kFence:
+      return "fence script";
+    case kRelease:
+      return "release script";
+    case kLeftOver:
+      return "status script (sent as EVALSHA)";
+    case kSubscribe:
+      return "SUBSCRIBE";
+    default:
+      return "";
+  }
+}
+
+std::vector<Request> probe_requests(const LockKeys& keys, const std::string& token) {
+  const std::string ttl_ms = std::to_string(std::chrono::duration_cast<Millis>(kProbeTtl).count());
+  std::vector<Request> r(kProbeCount);
+  r[kRole] = Request::command({"ROLE"});
+  r[kInfoServer] = Request::command({"INFO", "server"});
+  r[kInfoPersistence] = Request::command({"INFO", "persistence"});
+  r[kConfigFsync] = Request::command({"CONFIG", "GET", "appendfsync"});
+  // With an owner record and a channel, so that every key, command and channel the lock commands
+  // touch is exercised: the owner key is written, the wake-up channel published on.
+  r[kAcquire] = Request::eval(kAcquireScript, {keys.lock, keys.fence, keys.owner},
+                              {token, ttl_ms, "0 redlock doctor", keys.channel});
+  // As `extend` without a TTL sends it: it reads the owner record and the lock's PTTL too.
+  r[kExtend] = Request::eval(kExtendScript, {keys.lock, keys.owner}, {token, ttl_ms, "1"});
+  r[kStatus] = Request::eval(kStatusScript, {keys.lock, keys.owner, keys.fence}, {});
+  // Proposing 0 reads the counter and never writes it.
+  r[kFence] = Request::eval(kFenceScript, {keys.fence}, {"0"});
+  r[kRelease] = Request::eval(kReleaseScript, {keys.lock, keys.owner}, {token, keys.channel, "0", "released"});
+  // All sent as EVAL, which redlock uses after a NOSCRIPT and for what it does not wait for: the
+  // probes depend on their order, and the EVAL that answers a NOSCRIPT would go at the end of
+  // the pipeline, after the clean-up and the look for what is left.
+  for (std::size_t k : {kAcquire, kExtend, kStatus, kFence, kRelease}) r[k].with_body = true;
+  // The fencing counter outlives a release by design (fences never go back); this key is thrown
+  // away, so its counter goes too, if taking the lock made one.
+  r[kCleanup] = Request::command({"DEL", keys.fence});
+  // A script refused half-way has done what came before the refusal: look for what is left. As
+  // EVALSHA, the way redlock sends its scripts first: the status script is cached by now.
+  r[kLeftOver] = Request::eval(kStatusScript, {keys.lock, keys.owner, keys.fence}, {});
+  r[kSubscribe] = Request::command({"SUBSCRIBE", keys.channel});
+  // Back to normal mode; redlock itself never unsubscribes, so a refusal here is not reported.
+  r[kUnsubscribe] = Request::command({"UNSUBSCRIBE", keys.channel});
+  return r;
+}
+
+void read_probe(ServerFacts& f, const Batch& batch, std::size_t i) {
+  f.probed = true;
+  for (std::size_t k = kAcquire; k <= kSubscribe; ++k) {
+    const Result& r = *batch.result(i, k);
+    // A refused DEL leaves a key, reported below.
+    if (k == kCleanup && !r.ok()) continue;
+    if (r.ok()) continue;
+    if (answered(r) || r.failure == Failure::Auth) {
+      f.denied.push_back(std::string(probe_name(k)) + ": " + r.error);
+    } else if (f.probed) {
+      f.probed = false;
+      f.probe_error = std::string(probe_name(k)) + ": " + failure_text(r);
+    }
+  }
+  // The status script answers {type, value, PTTL, owner record, fencing counter}.
+  const Result& left = *batch.result(i, kLeftOver);
+  f.probe_key_left = left.ok() && left.reply.type == Reply::Type::Array && left.reply.elements.size() == 5 &&
+                     (left.reply.elements[0].str != "none" || left.reply.elements[3].type == Reply::Type::String ||
+                      left.reply.elements[4].as_integer().value_or(0) != 0);
+}
+
+template <typename Note>
+Verdict worst_of(const std::vector<Note>& notes) {
+  Verdict v = Verdict::Ok;
+  for (const auto& n : notes) v = worst(v, n.verdict);
+  return v;
+}
+
+// How many servers have a note at least this bad.
+std::size_t count_notes(const std::vector<ServerNote>& notes, Verdict at_least) {
+  std::vector<std::size_t> servers;
+  for (const auto& n : notes) {
+    if (n.verdict >= at_least) servers.push_back(n.server);
+  }
+  std::sort(servers.begin(), servers.end());
+  return static_cast<std::size_t>(std::unique(servers.begin(), servers.end()) - servers.begin());
+}
+
+std::size_t count_askable(const std::vector<ServerFacts>& servers) {
+  return static_cast<std::size_t>(std::count_if(servers.begin(), servers.end(), askable));
+}
+
+}  // namespace
+
+std::string_view verdict_name(Verdict v) {
+  switch (v) {
+    case Verdict::Ok:
+      return "ok";
+    case Verdict::Unknown:
+      return "unknown";
+    case Verdict::Warn:
+      return "warn";
+    case Verdict::Fail:
+      return "fail";
+  }
+  return "unknown";
+}
+
+Verdict worst(Verdict a, Verdict b) {
+  return std::max(a, b);
+}
+
+std::map<std::string, std::string, std::less<>> parse_info(std::string_view text) {
+  std::map<std::string, std::string, std::less<>> fields;
+  while (!text.empty()) {
+    auto end = text.find('\n');
+    std::string_view line = text.substr(0, end);
+    text = end == std::string_view::npos ? std::string_view{} : text.substr(end + 1);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (line.empty() || line.front() == '#') continue;
+    auto colon = line.find(':');
+    if (colon == std::string_view::npos || colon == 0) continue;
+    fields.emplace(std::string(line.substr(0, colon)), std::string(line.substr(colon + 1)));
+  }
+  return fields;
+}
+
+std::optional<ClockSkew> measure_skew(const std::vector<std::optional<ClockSample>>& samples) {
+  // Each clock's offset from our monotonic clock at the middle of its round trip: the epoch of the
+  // monotonic clock is arbitrary, but it is the same for every server, so differences are skews.
+  std::vector<std::optional<Duration>> offset(samples.size());
+  std::vector<Duration> known;
+  for (std::size_t i = 0; i < samples.size(); ++i) {
+    if (!samples[i]) continue;
+    const ClockSample& s = *samples[i];
+    TimePoint middle = s.sent + s.round_trip / 2;
+    offset[i] =
+        std::chrono::duration_cast<Duration>(std::chrono::microseconds(s.server_us)) - middle.time_since_epoch();
+    known.push_back(*offset[i]);
+  }
+  if (known.size() < 2) return std::nullopt;
+
+  ClockSkew skew;
+  bool first = true;
+  for (std::size_t i = 0; i < samples.size(); ++i) {
+    if (!offset[i]) continue;
+    if (first || *offset[i] > *offset[skew.ahead]) skew.ahead = i;
+    if (first || *offset[i] < *offset[skew.behind]) skew.behind = i;
+    first = false;
+  }
+  skew.skew = *offset[skew.ahead] - *offset[skew.behind];
+  skew.uncertainty = samples[skew.ahead]->round_trip / 2 + samples[skew.behind]->round_trip / 2;
+  std::sort(known.begin(), known.end());
+  const Duration median = known[(known.size() - 1) / 2];
+  skew.offsets.resize(samples.size());
+  for (std::size_t i = 0; i < samples.size(); ++i) {
+    if (offset[i]) skew.offsets[i] = *offset[i] - median;
+  }
+  return skew;
+}
+
+Check check_reachable(const std::vector<ServerFacts>& servers) {
+  Check c;
+  c.name = "reachable";
+  const std::size_t n = servers.size();
+  const std::size_t needed = quorum_size(n);
+  const std::vector<bool> votes = voters(servers);
+  std::size_t up = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (votes[i]) {
+      ++up;
+    } else if (!servers[i].reachable) {
+      c.notes.push_back({i, Verdict::Warn, servers[i].error});
+    } else if (not_a_master(servers[i])) {
+      const std::string& role = *servers[i].role;
+      c.notes.push_back(
+          {i, Verdict::Warn, "a " + (role == "slave" ? "replica" : role) + ": it never counts as a vote"});
+    } else {
+      c.notes.push_back({i, Verdict::Warn, "a second URL of a server already counted: no vote of its own"});
+    }
+  }
+  c.summary = servers_text(up, n) + " answered; a quorum is " + std::to_string(needed);
+  if (up == n) return c;
+  if (up >= needed) {
+    c.verdict = Verdict::Warn;
+    std::size_t spare = up - needed;
+    c.advice = spare == 0 ? "Locks still work, but one more failed server stops every acquire (exit 69)."
+                          : "Locks still work; " + plural(spare, "more server", "more servers") +
+                                " may fail before acquires stop (exit 69).";
+    return c;
+  }
+  c.verdict = Verdict::Fail;
+  for (auto& note : c.notes) note.verdict = Verdict::Fail;
+  c.summary += ": no lock can be taken";
+  c.advice = "Fewer than a quorum answered: every acquire fails with exit 69 until enough servers are back.";
+  return c;
+}
+
+Check check_fault_tolerance(std::size_t servers) {
+  Check c;
+  c.name = "fault-tolerance";
+  const std::size_t needed = quorum_size(servers);
+  const std::size_t spare = servers > needed ? servers - needed : 0;
+  c.summary =
+      plural(servers, "server", "servers") + ", a quorum of " + std::to_string(needed) + ": " +
+      (spare == 0 ? "no failed server is tolerated" : "tolerates " + plural(spare, "failed server", "failed servers"));
+  if (spare == 0) {
+    c.verdict = Verdict::Warn;
+    c.summary += servers == 1 ? "; losing it stops every lock" : "; losing any one stops every lock";
+  } else if (servers % 2 == 0) {
+    c.verdict = Verdict::Warn;
+    c.summary += ", no more than " + plural(servers - 1, "server", "servers") + " would";
+  }
+  if (c.verdict != Verdict::Ok) {
+    c.advice =
+        "Redlock needs a majority: N servers tolerate (N-1)/2 failed ones, so an even N adds a server to fail "
+        "without adding a failure it survives. Use an odd number, at least 3 (3 tolerate 1, 5 tolerate 2).";
+  }
+  return c;
+}
+
+Check check_master(const std::vector<ServerFacts>& servers) {
+  Check c;
+  c.name = "master";
+  for (std::size_t i = 0; i < servers.size(); ++i) {
+    const ServerFacts& f = servers[i];
+    if (!askable(f)) continue;
+    if (!f.role) {
+      c.notes.push_back({i, Verdict::Unknown, "ROLE refused or failed (" + f.role_error + ")"});
+    } else if (*f.role == "master") {
+      if (f.replicas > 0) {
+        c.notes.push_back({i, Verdict::Warn, "a master with " + plural(f.replicas, "replica", "replicas")});
+      }
+    } else if (*f.role == "slave") {
+      c.notes.push_back({i, Verdict::Fail, "a replica" + (f.master_of.empty() ? "" : " of " + f.master_of)});
+    } else {
+      c.notes.push_back({i, Verdict::Fail, "a " + *f.role + ", not a master"});
+    }
+  }
+  c.verdict = worst_of(c.notes);
+  const std::size_t asked = count_askable(servers);
+  switch (c.verdict) {
+    case Verdict::Ok:
+      c.summary = "every server is a master without replicas";
+      break;
+    case Verdict::Unknown:
+      c.summary = "some servers would not tell their role";
+      break;
+    default:
+      c.summary = are(count_notes(c.notes, Verdict::Warn), asked) + " not independent masters";
+      c.advice =
+          "Redlock needs independent masters. A replica refuses the lock's writes; a master that fails over "
+          "to its replica can grant a lock twice, because replication is asynchronous. List masters only, "
+          "with no failover between them.";
+  }
+  return c;
+}
+
+Check check_distinct(const std::vector<ServerFacts>& servers) {
+  Check c;
+  c.name = "distinct";
+  std::map<std::string, std::size_t> first_with;
+  for (std::size_t i = 0; i < servers.size(); ++i) {
+    const ServerFacts& f = servers[i];
+    if (!f.reachable) continue;
+    if (f.duplicate) {
+      c.notes.push_back({i, Verdict::Fail, f.error});
+      continue;
+    }
+    if (!f.run_id) {
+      c.notes.push_back({i, Verdict::Unknown, "INFO server refused or failed, no run_id (" + f.info_error + ")"});
+      continue;
+    }
+    auto [it, fresh] = first_with.emplace(*f.run_id, i);
+    if (!fresh) {
+      c.notes.push_back(
+          {i, Verdict::Fail, "the same Redis server as " + servers[it->second].server + " (run_id " + *f.run_id + ")"});
+    }
+  }
+  c.verdict = worst_of(c.notes);
+  switch (c.verdict) {
+    case Verdict::Ok:
+      c.summary = plural(first_with.size(), "distinct server", "distinct servers") + " (by run_id)";
+      break;
+    case Verdict::Unknown:
+      c.summary = "some servers would not tell their run_id";
+      c.advice = "Without INFO, redlock cannot tell two URLs of one server apart; allow INFO to the lock's user.";
+      break;
+    default:
+      c.summary = "a server is listed more than once";
+      c.advice =
+          "One server listed twice counts one vote twice, so two clients could both win a quorum. Every "
+          "lock command refuses such a list (exit 78): list each server once.";
+  }
+  return c;
+}
+
+Check check_persistence(const std::vector<ServerFacts>& servers, const DoctorOptions& options) {
+  Check c;
+  c.name = "persistence";
+  for (std::size_t i = 0; i < servers.size(); ++i) {
+    const ServerFacts& f = servers[i];
+    if (!askable(f)) continue;
+    if (!f.aof) {
+      c.notes.push_back({i, Verdict::Unknown, "INFO persistence refused or failed (" + f.persistence_error + ")"});
+    } else if (!*f.aof) {
+      c.notes.push_back({i, Verdict::Warn, "appendonly no: a restart forgets the locks it granted"});
+    } else if (!f.appendfsync) {
+      c.notes.push_back({i, Verdict::Unknown,
+                         "appendonly yes, appendfsync unknown (CONFIG GET refused or failed: " + f.config_error + ")"});
+    } else if (*f.appendfsync != "always") {
+      c.notes.push_back(
+          {i, Verdict::Warn,
+           "appendonly yes, appendfsync " + *f.appendfsync + ": a crash loses the last locks it granted"});
+    }
+  }
+  c.verdict = worst_of(c.notes);
+  const std::string ttl = format_duration(options.ttl);
+  switch (c.verdict) {
+    case Verdict::Ok:
+      c.summary = "every server writes each lock to disk before it answers (appendfsync always)";
+      break;
+    case Verdict::Unknown:
+      c.summary = "some servers would not tell how they persist";
+      c.advice = "Without appendfsync always, a restarted server must stay out for the longest TTL (" + ttl +
+                 "); allow CONFIG GET and INFO to check it here.";
+      break;
+    default:
+      c.summary = servers_text(count_notes(c.notes, Verdict::Warn), count_askable(servers)) +
+                  " can forget locks in a crash or restart";
+      c.advice = "Without appendfsync always, a restarted server must stay out for the longest TTL (" + ttl +
+                 "): back too soon and empty, it can give a lock that is still held to a second client, and "
+                 "fencing tokens can repeat. Either set appendonly yes and appendfsync always, or keep a server "
+                 "that went down from starting again until " +
+                 ttl + " have passed.";
+  }
+  return c;
+}
+
+Check check_clock(const std::vector<ServerFacts>& servers, const std::optional<ClockSkew>& skew,
+                  const DoctorOptions& options) {
+  Check c;
+  c.name = "clock";
+  const Duration allowance = drift_allowance(options.ttl, options.drift);
+  for (std::size_t i = 0; i < servers.size(); ++i) {
+    const ServerFacts& f = servers[i];
+    if (askable(f) && !f.clock)
+      c.notes.push_back({i, Verdict::Unknown, "TIME refused or failed (" + f.clock_error + ")"});
+  }
+  const std::string budget =
+      "the drift allowance for --ttl " + format_duration(options.ttl) + " is " + ms_text(allowance);
+  if (!skew) {
+    c.verdict = worst_of(c.notes);
+    c.summary = c.verdict == Verdict::Ok ? "fewer than two clocks to compare" : "fewer than two clocks answered";
+    return c;
+  }
+  // Only what the round trips cannot explain counts.
+  const Duration measured = std::max(Duration::zero(), skew->skew - skew->uncertainty);
+  if (measured > allowance) {
+    for (std::size_t i = 0; i < servers.size(); ++i) {
+      const auto& offset = skew->offsets[i];
+      if (!offset || (*offset < allowance / 2 && *offset > -allowance / 2)) continue;
+      c.notes.push_back({i, Verdict::Warn,
+                         "its clock is " + ms_text(*offset) + (*offset > Duration::zero() ? " ahead of" : " behind") +
+                             " the median server's"});
+    }
+    c.advice =
+        "Redis expires keys by its own wall clock: a clock this far off is not synchronised, and when it is "
+        "stepped into line the locks it holds expire that much early (or late). Run NTP or chrony on every "
+        "server, slewing rather than stepping the clock.";
+  }
+  c.verdict = worst(worst_of(c.notes), measured > allowance ? Verdict::Warn : Verdict::Ok);
+  c.summary = "the clocks differ by " + ms_text(skew->skew) + " (±" + ms_text(skew->uncertainty) + "); " + budget;
+  return c;
+}
+
+Check check_uptime(const std::vector<ServerFacts>& servers, const DoctorOptions& options) {
+  Check c;
+  c.name = "uptime";
+  const std::string ttl = format_duration(options.ttl);
+  for (std::size_t i = 0; i < servers.size(); ++i) {
+    const ServerFacts& f = servers[i];
+    if (!askable(f)) continue;
+    if (!f.uptime_s) {
+      c.notes.push_back({i, Verdict::Unknown, "INFO server refused or failed (" + f.info_error + ")"});
+      continue;
+    }
+    if (std::chrono::seconds(*f.uptime_s) >= options.ttl) continue;
+    // A server that keeps every write on disk came back with its locks.
+    if (f.aof == true && f.appendfsync == "always") continue;
+    c.notes.push_back({i, Verdict::Warn, "up for " + std::to_string(*f.uptime_s) + "s, less than --ttl " + ttl});
+  }
+  c.verdict = worst_of(c.notes);
+  switch (c.verdict) {
+    case Verdict::Ok:
+      c.summary = "every server has been up longer than the longest TTL (" + ttl + ") or keeps its locks on disk";
+      break;
+    case Verdict::Unknown:
+      c.summary = "some servers would not tell their uptime";
+      break;
+    default:
+      c.summary = servers_text(count_notes(c.notes, Verdict::Warn), count_askable(servers)) + " started less than " +
+                  ttl + " ago";
+      c.advice =
+          "A server that came back empty within the longest TTL may have granted a lock that another client "
+          "still holds. If it crashed, keep it out until " +
+          ttl + " have passed since it went down.";
+  }
+  return c;
+}
+
+Check check_acl(const std::vector<ServerFacts>& servers, const std::string& probe_key) {
+  Check c;
+  c.name = "acl";
+  for (std::size_t i = 0; i < servers.size(); ++i) {
+    const ServerFacts& f = servers[i];
+    if (!askable(f)) continue;
+    if (f.role && *f.role != "master") {
+      // A replica refuses every write (READONLY) whatever the ACL; the master check says why.
+      c.notes.push_back({i, Verdict::Unknown, "a " + *f.role + " refuses writes: the ACL cannot be probed here"});
+    } else if (!f.denied.empty()) {
+      std::string text = "refused: ";
+      for (std::size_t k = 0; k < f.denied.size(); ++k) text += (k ? "; " : "") + f.denied[k];
+      c.notes.push_back({i, Verdict::Fail, text});
+    } else if (!f.probed) {
+      c.notes.push_back({i, Verdict::Unknown, "probe unfinished (" + f.probe_error + ")"});
+    }
+    if (f.probe_key_left) {
+      c.notes.push_back({i, Verdict::Warn,
+                         "the probe could not delete all its keys: the lock expires within " +
+                             format_duration(kProbeTtl) + ", the fencing counter " + derive_keys(probe_key).fence +
+                             " stays until deleted"});
+    }
+  }
+  c.verdict = worst_of(c.notes);
+  const std::string where = "probed on the throw-away key '" + probe_key + "'";
+  switch (c.verdict) {
+    case Verdict::Ok:
+      c.summary = "every command, key and channel redlock uses is allowed (" + where + ")";
+      break;
+    case Verdict::Unknown:
+      c.summary = "the probe did not finish everywhere (" + where + ")";
+      break;
+    case Verdict::Warn:
+      c.summary = "the probe key was left behind (" + where + ")";
+      break;
+    case Verdict::Fail:
+      c.summary = "the ACL refuses what redlock needs on " +
+                  plural(count_notes(c.notes, Verdict::Fail), "server", "servers") + " (" + where + ")";
+      c.advice =
+          "The lock's user needs EVALSHA and EVAL; GET, SET, PEXPIRE, PTTL, TYPE, DEL, PUBLISH and PUBSUB "
+          "(called by the scripts); SUBSCRIBE; on the keys KEY, {KEY}:redlock:fence and "
+          "{KEY}:redlock:owner and the channel {KEY}:redlock:wake, for KEY = prefix + NAME.";
+  }
+  return c;
+}
+
+Check check_latency(const std::vector<ServerFacts>& servers, const DoctorOptions& options) {
+  Check c;
+  c.name = "latency";
+  const Duration limit = options.timeout / 2;
+  Duration slowest{}, slowest_first{};
+  std::size_t measured = 0;
+  for (std::size_t i = 0; i < servers.size(); ++i) {
+    const ServerFacts& f = servers[i];
+    if (!askable(f) || (!f.round_trip && !f.first_latency)) continue;
+    ++measured;
+    Duration rtt = f.round_trip.value_or(Duration::zero());
+    Duration first = f.first_latency.value_or(Duration::zero());
+    slowest = std::max(slowest, rtt);
+    slowest_first = std::max(slowest_first, first);
+    if (rtt > limit || first > limit) {
+      c.notes.push_back(
+          {i, Verdict::Warn, "round trip " + ms_text(rtt) + ", first request (connect included) " + ms_text(first)});
+    }
+  }
+  if (measured == 0) {
+    c.verdict = Verdict::Unknown;
+    c.summary = kNobodyToAsk;
+    return c;
+  }
+  c.verdict = worst_of(c.notes);
+  c.summary = "slowest round trip " + ms_text(slowest) + ", first request (connect included) " +
+              ms_text(slowest_first) + "; " + (c.verdict == Verdict::Ok ? "under" : "above") + " half of --timeout " +
+              format_duration(options.timeout);
+  if (c.verdict != Verdict::Ok) {
+    c.advice =
+        "A server that takes longer than --timeout to answer counts as failed, and every invocation "
+        "connects anew. Raise --timeout (per request, connect included) or use servers closer by.";
+  }
+  return c;
+}
+
+DoctorReport assess(std::vector<ServerFacts> facts, const DoctorOptions& options) {
+  DoctorReport report;
+  report.servers = std::move(facts);
+  std::vector<std::optional<ClockSample>> samples;
+  for (const auto& f : report.servers) samples.push_back(askable(f) ? f.clock : std::nullopt);
+  report.skew = measure_skew(samples);
+
+  const auto& s = report.servers;
+  report.checks = {
+      check_reachable(s),       check_fault_tolerance(s.size()), check_master(s),
+      check_distinct(s),        check_persistence(s, options),   check_clock(s, report.skew, options),
+      check_uptime(s, options), check_acl(s, options.probe_key), check_latency(s, options),
+  };
+  report.reachable.total = s.size();
+  const std::vector<bool> votes = voters(s);
+  report.reachable.yes = static_cast<std::size_t>(std::count(votes.begin(), votes.end(), true));
+  report.reachable.failed = report.reachable.total - report.reachable.yes;
+  report.no_quorum = report.reachable.yes < report.reachable.needed();
+  // With no server to ask, the checks of what servers said have nothing to go on: unknown, not ok.
+  if (count_askable(s) == 0) {
+    for (auto& c : report.checks) {
+      // How many servers are listed needs no answer.
+      if (c.name == "reachable" || c.name == "fault-tolerance" || c.verdict != Verdict::Ok) continue;
+      c.verdict = Verdict::Unknown;
+      c.summary = kNobodyToAsk;
+      c.notes.clear();
+      c.advice.clear();
+    }
+  }
+  for (const auto& c : report.checks) report.verdict = worst(report.verdict, c.verdict);
+  return report;
+}
+
+DoctorReport run_doctor(Network& network, const DoctorOptions& options) {
+  const std::size_t n = network.size();
+  std::vector<ServerFacts> facts(n);
+  for (std::size_t i = 0; i < n; ++i) facts[i].server = network.describe(i);
+
+  // First a PING: it opens the connections (connect, AUTH, SELECT and the transport's own INFO
+  // in one round trip), the cost every invocation of redlock pays.
+  Batch ping(network, std::vector<bool>(n, true),
+             [](std::size_t) { return std::vector<Request>{Request::command({"PING"})}; });
+  ping.wait();
+  std::vector<bool> ask(n, false);
+  for (std::size_t i = 0; i < n; ++i) {
+    const Result& r = *ping.result(i, 0);
+    ServerFacts& f = facts[i];
+    if (r.failure == Failure::Duplicate) {
+      f.reachable = f.duplicate = true;
+      f.error = r.error;
+    } else if (answered(r)) {
+      f.reachable = true;
+      f.first_latency = r.latency;
+      ask[i] = true;
+    } else {
+      f.error = failure_text(r);
+    }
+  }
+
+  // TIME alone, so that nothing queued before it lengthens its round trip.
+  for (int round = 0; round < kTimeRounds; ++round) {
+    Batch time(network, ask, [](std::size_t) { return std::vector<Request>{Request::command({"TIME"})}; });
+    time.wait();
+    for (std::size_t i = 0; i < n; ++i) {
+      if (ask[i]) read_time(facts[i], *time.result(i, 0), time.sent(i));
+    }
+  }
+
+  const LockKeys keys = derive_keys(options.probe_key);
+  const std::string token = make_token();
+  Batch probe(network, ask, [&](std::size_t) { return probe_requests(keys, token); });
+  probe.wait();
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!ask[i]) continue;
+    ServerFacts& f = facts[i];
+    read_role(f, *probe.result(i, kRole));
+    read_info_server(f, *probe.result(i, kInfoServer));
+    read_info_persistence(f, *probe.result(i, kInfoPersistence));
+    read_appendfsync(f, *probe.result(i, kConfigFsync));
+    read_probe(f, probe, i);
+  }
+  return assess(std::move(facts), options);
+}
+
+std::string doctor_probe_key(const std::string& prefix) {
+  return prefix + "redlock-doctor:" + make_token();
+}
+
+}  // namespace redlock

@@ -1,0 +1,142 @@
+// `doctor`: whether a set of servers suits Redlock. The facts are gathered over the Network
+// interface (every failure a value: a dead server is a fact like any other); the verdicts are pure
+// functions of those facts, so that each rule is unit-tested without a server.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/lock/quorum.hpp"
+#include "core/net/network.hpp"
+#include "core/util/clock.hpp"
+
+namespace redlock {
+
+// How a check came out, from best to worst. Unknown means a server would not say (an ACL that
+// denies INFO or CONFIG): it is reported, and does not count as a warning.
+enum class Verdict { Ok, Unknown, Warn, Fail };
+
+std::string_view verdict_name(Verdict v);
+Verdict worst(Verdict a, Verdict b);
+
+// The "field:value" lines of an INFO reply; section headers and blank lines are skipped.
+std::map<std::string, std::string, std::less<>> parse_info(std::string_view text);
+
+// One answer to TIME, placed on our monotonic clock: the server read its clock somewhere between
+// SENT and SENT + ROUND_TRIP, so the middle is the best guess, give or take half the round trip.
+struct ClockSample {
+  std::int64_t server_us = 0;  // the server's wall clock, microseconds since the epoch
+  TimePoint sent{};
+  Duration round_trip{};
+};
+
+struct ClockSkew {
+  Duration skew{};         // between the clock furthest ahead and the one furthest behind
+  Duration uncertainty{};  // how far off that measurement may be (half of each round trip)
+  std::size_t ahead = 0;   // server indexes
+  std::size_t behind = 0;
+  // Each server's clock against the median server's; empty for servers without a sample.
+  std::vector<std::optional<Duration>> offsets;
+};
+
+// Nothing when fewer than two servers gave a sample.
+std::optional<ClockSkew> measure_skew(const std::vector<std::optional<ClockSample>>& samples);
+
+// What one server told us.
+struct ServerFacts {
+  std::string server;                     // redacted URL
+  bool reachable = false;                 // answered a command at all (an ACL refusal is an answer)
+  bool duplicate = false;                 // the same server as another configured one
+  std::string error;                      // why not reachable, or the duplicate's explanation
+  std::optional<Duration> first_latency;  // the first request, connect included
+  std::optional<Duration> round_trip;     // the best round trip on the open connection
+
+  std::optional<std::string> role;  // ROLE: master, slave, sentinel
+  std::size_t replicas = 0;         // a master's connected replicas
+  std::string master_of;            // a replica's master, host:port
+  std::string role_error;
+
+  std::optional<std::string> run_id;
+  std::optional<std::string> version;
+  std::optional<std::int64_t> uptime_s;
+  std::string info_error;  // INFO server
+
+  std::optional<bool> aof;
+  std::string persistence_error;  // INFO persistence
+  std::optional<std::string> appendfsync;
+  std::string config_error;  // CONFIG GET appendfsync
+
+  std::optional<ClockSample> clock;
+  std::string clock_error;
+
+  // The ACL probe: true once every probe request was answered; DENIED lists the refusals.
+  bool probed = false;
+  std::string probe_error;  // why the probe did not finish (timeout, connection lost)
+  std::vector<std::string> denied;
+  bool probe_key_left = false;  // the probe's lock, owner record or fencing counter is still there
+};
+
+// One server's line under a check.
+struct ServerNote {
+  std::size_t server = 0;
+  Verdict verdict = Verdict::Ok;
+  std::string text;
+};
+
+struct Check {
+  // reachable, fault-tolerance, master, distinct, persistence, clock, uptime, acl, latency
+  std::string name;
+  Verdict verdict = Verdict::Ok;
+  std::string summary;
+  std::string advice;  // why it matters and what to do; empty when all is well
+  std::vector<ServerNote> notes;
+};
+
+struct DoctorOptions {
+  Duration ttl = std::chrono::seconds(30);  // the longest TTL the locks use
+  Duration timeout = std::chrono::milliseconds(100);
+  double drift = 0.01;
+  std::string probe_key;  // a throw-away lock key; see doctor_probe_key()
+};
+
+struct DoctorReport {
+  std::vector<ServerFacts> servers;
+  std::optional<ClockSkew> skew;
+  std::vector<Check> checks;
+  Tally reachable;  // yes: answered; failed: did not
+  bool no_quorum = false;
+  Verdict verdict = Verdict::Ok;
+};
+
+// The checks, each a pure function of the facts.
+Check check_reachable(const std::vector<ServerFacts>& servers);
+// How many of SERVERS may fail with locks still taken: a warning when that is none (one or two
+// servers) or no more than one server fewer would give (an even number).
+Check check_fault_tolerance(std::size_t servers);
+Check check_master(const std::vector<ServerFacts>& servers);
+Check check_distinct(const std::vector<ServerFacts>& servers);
+Check check_persistence(const std::vector<ServerFacts>& servers, const DoctorOptions& options);
+Check check_clock(const std::vector<ServerFacts>& servers, const std::optional<ClockSkew>& skew,
+                  const DoctorOptions& options);
+Check check_uptime(const std::vector<ServerFacts>& servers, const DoctorOptions& options);
+Check check_acl(const std::vector<ServerFacts>& servers, const std::string& probe_key);
+Check check_latency(const std::vector<ServerFacts>& servers, const DoctorOptions& options);
+
+// Every check over FACTS, and the overall verdict.
+DoctorReport assess(std::vector<ServerFacts> facts, const DoctorOptions& options);
+
+// Asks every server (each request bounded by the transport's per-request deadline; a server that
+// fails the first request is asked nothing more) and assesses the answers. Never throws for a
+// server's failure. The ACL probe takes and releases OPTIONS.probe_key and leaves no key behind.
+DoctorReport run_doctor(Network& network, const DoctorOptions& options);
+
+// PREFIX + "redlock-doctor:" + 32 random hex characters: under the prefix, so that an ACL key
+// pattern written for the locks covers it too.
+std::string doctor_probe_key(const std::string& prefix);
+
+}  // namespace redlock

@@ -1,0 +1,941 @@
+#include "core/lock/redlock.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <map>
+#include <memory>
+
+#include "core/lock/faults.hpp"
+#include "core/lock/scripts.hpp"
+#include "core/lock/token.hpp"
+#include "core/lock/wait_plan.hpp"
+#include "core/util/duration.hpp"
+#include "core/util/error.hpp"
+
+namespace redlock {
+
+namespace {
+
+std::string ms_string(Duration d) {
+  return std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(d).count());
+}
+
+ServerReport failure_report(const Network& network, std::size_t server, const std::optional<Result>& r) {
+  ServerReport rep;
+  rep.server = network.describe(server);
+  rep.role = network.role(server);
+  if (!r) return rep;  // not waited for: still out when the outcome was known
+  rep.latency = r->latency;
+  rep.result = r->failure == Failure::Reply ? "error" : std::string(failure_name(r->failure));
+  rep.error = r->error;
+  return rep;
+}
+
+ServerReport answer_report(const Network& network, std::size_t server, const Result& r, std::string result, bool ok) {
+  ServerReport rep;
+  rep.server = network.describe(server);
+  rep.role = network.role(server);
+  rep.latency = r.latency;
+  rep.result = std::move(result);
+  rep.ok = ok;
+  return rep;
+}
+
+// A reply that is not what our script returns: the server is not what we think it is.
+ServerReport unexpected_report(const Network& network, std::size_t server, const Result& r) {
+  ServerReport rep = answer_report(network, server, r, "protocol", false);
+  rep.error = "unexpected reply to a redlock script";
+  return rep;
+}
+
+// One server's answer to the acquire script.
+struct Vote {
+  enum class Kind { Yes, No, Failed } kind = Kind::Failed;
+  std::int64_t counter = 0;
+  std::int64_t pttl = -2;
+  bool announces = false;             // busy: the holder keeps an owner record (a redlock holder)
+  std::optional<std::string> record;  // busy: the holder's owner record
+  ServerReport report;
+};
+
+Vote read_vote(const Network& network, std::size_t server, const std::optional<Result>& r) {
+  Vote v;
+  if (!r || !r->ok()) {
+    v.report = failure_report(network, server, r);
+    return v;
+  }
+  const Reply& reply = r->reply;
+  if (reply.type != Reply::Type::Array || reply.elements.size() < 4) {
+    v.report = unexpected_report(network, server, *r);
+    return v;
+  }
+  auto state = reply.elements[0].as_integer();
+  auto counter = reply.elements[1].as_integer();
+  auto pttl = reply.elements[2].as_integer();
+  if (!state || !counter || !pttl) {
+    v.report = unexpected_report(network, server, *r);
+    return v;
+  }
+  v.counter = *counter;
+  v.pttl = *pttl;
+  v.announces = reply.elements.size() > 4 && reply.elements[4].as_integer().value_or(0) == 1;
+  if (reply.elements.size() > 5 && reply.elements[5].type == Reply::Type::String) v.record = reply.elements[5].str;
+  if (*state == 1 || *state == 2) {
+    v.kind = Vote::Kind::Yes;
+    v.report = answer_report(network, server, *r, *state == 1 ? "locked" : "reacquired", true);
+  } else {
+    v.kind = Vote::Kind::No;
+    bool foreign = reply.elements[3].str != "string";
+    v.report = answer_report(network, server, *r, foreign ? "foreign" : "busy", false);
+    if (foreign) v.report.error = "held as a Redis " + reply.elements[3].str + " by another kind of client";
+  }
+  return v;
+}
+
+// Counts one round of yes/no answers given the reading of each result.
+template <typename Classify>
+Tally count(const std::vector<std::optional<Result>>& results, Classify classify) {
+  Tally t;
+  t.total = results.size();
+  for (const auto& r : results) {
+    if (!r) continue;
+    switch (classify(*r)) {
+      case Vote::Kind::Yes:
+        ++t.yes;
+        break;
+      case Vote::Kind::No:
+        ++t.no;
+        break;
+      case Vote::Kind::Failed:
+        ++t.failed;
+        break;
+    }
+  }
+  return t;
+}
+
+// The integer answer of a script that returns 0 or 1 (extend, release).
+Vote::Kind classify_flag(const Result& r) {
+  if (!r.ok()) return Vote::Kind::Failed;
+  auto v = r.reply.as_integer();
+  if (!v) return Vote::Kind::Failed;
+  return *v > 0 ? Vote::Kind::Yes : Vote::Kind::No;
+}
+
+std::string too_little_validity(Duration left, Duration needed) {
+  return "a quorum answered with " + format_duration(left) + " of the lock's validity left, not more than the " +
+         format_duration(needed) + " needed";
+}
+
+// "; 2 not waited for", or nothing when every answer was in.
+std::string and_not_waited(const Tally& tally) {
+  const std::string text = not_waited_text(tally);
+  return text.empty() ? "" : "; " + text;
+}
+
+std::string owner_record(const std::string& owner, Duration ttl) {
+  if (owner.empty()) return {};
+  auto unix_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count();
+  return make_owner_record(unix_ms, std::chrono::duration_cast<std::chrono::milliseconds>(ttl).count(), owner);
+}
+
+// A name from a server, on one line: control characters would let it forge lines of output.
+std::string one_line(std::string text) {
+  for (auto& c : text) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+  }
+  return text;
+}
+
+// The owner record most busy answers carried (none counts as one), and when the lock could be free.
+Holder busy_holder(const std::vector<std::optional<std::string>>& records, std::optional<Duration> free_in) {
+  std::map<std::optional<std::string>, std::size_t> seen;
+  for (const auto& r : records) ++seen[r];
+  auto most =
+      std::max_element(seen.begin(), seen.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
+  Holder holder;
+  if (most != seen.end() && most->first) holder.owner = parse_owner_record(*most->first).owner;
+  holder.ttl = free_in;
+  return holder;
+}
+
+// "held by alice@host:123 for another 27.1s (busy on 3 of 5 servers; 2 not waited for)".
+std::string busy_message(const Holder& holder, const Tally& tally) {
+  std::string text = holder.owner ? "held by " + one_line(*holder.owner) : "held elsewhere";
+  // In tenths of a second: the holder's milliseconds are out of date by the time anyone reads them.
+  using Tenths = std::chrono::duration<std::int64_t, std::deci>;
+  if (holder.ttl) text += " for another " + format_duration(std::chrono::ceil<Tenths>(*holder.ttl));
+  return text + " (busy on " + servers_text(tally.no, tally.total) + and_not_waited(tally) + ")";
+}
+
+std::uint64_t random_seed() {
+  std::uint64_t seed = 0;
+  random_bytes(&seed, sizeof seed);
+  return seed;
+}
+
+// "3 of 5 servers failed (first: redis://h:1: connect: Connection refused)".
+std::string failed_text(const Network& network, const Tally& tally, const std::vector<std::optional<Result>>& results) {
+  std::string first;
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    if (results[i] && !results[i]->ok()) {
+      first = network.describe(i) + ": " + results[i]->error;
+      break;
+    }
+  }
+  return servers_text(tally.failed, tally.total) + " failed" + (first.empty() ? "" : " (first: " + first + ")");
+}
+
+// "3 of 5 servers failed (first: redis://h:1: connect: Connection refused); 3 must answer".
+std::string no_quorum_message(const Network& network, const Tally& tally,
+                              const std::vector<std::optional<Result>>& results) {
+  return failed_text(network, tally, results) + "; " + std::to_string(tally.needed()) + " must answer" +
+         and_not_waited(tally);
+}
+
+// "deleted on 2 of 5 servers; 2 of 5 servers failed (first: …)": the servers that failed are
+// named, since they, not the token, may be why there was no quorum.
+std::string not_held_counts(const Network& network, const Tally& tally,
+                            const std::vector<std::optional<Result>>& results, const std::string& done,
+                            std::size_t done_on) {
+  std::string text = done + " on " + servers_text(done_on, tally.total);
+  if (tally.failed > 0) text += "; " + failed_text(network, tally, results);
+  return text + and_not_waited(tally);
+}
+
+std::string not_held_message(const std::string& counts) {
+  return "not held with this token (" + counts + ")";
+}
+
+// Whether a request that failed this way may still have run (or may yet run) on the server.
+bool unsure_whether_run(Failure f) {
+  switch (f) {
+    case Failure::Connect:  // never sent
+    case Failure::Tls:
+    case Failure::Duplicate:  // ran on a server that answers for itself on its other connection
+    case Failure::Config:     // held back until the SELECT that failed
+      return false;
+    default:
+      // Timeouts and broken connections may still run it; an error reply (NOPERM, say) may come
+      // from a script that failed after its SET, which Redis does not roll back.
+      return true;
+  }
+}
+
+// The set-if-greater of FENCE, with the script's body: its answer is not always waited for, and a
+// NOSCRIPT that nobody reads (a server restarted empty, the likeliest to lag behind) would leave
+// that server's counter behind for the next holder. The script is a few hundred bytes.
+Request fence_request(const LockSpec& spec, const std::string& fence) {
+  Request r = Request::eval(kFenceScript, {spec.keys.fence}, {fence});
+  r.with_body = true;
+  return r;
+}
+
+// Whether an attempt short of a quorum may have one by waiting: servers down, frozen, restarting
+// or loading come back; a wrong password, a failed TLS set-up, something that is not Redis or a
+// script refused do not, and when they alone leave no quorum, waiting cannot help.
+bool may_recover(const AcquireResult& res) {
+  auto hopeless = std::count_if(res.servers.begin(), res.servers.end(), [](const ServerReport& s) {
+    if (s.result == "error") {
+      for (std::string_view transient : {"LOADING", "BUSY", "MASTERDOWN", "TRYAGAIN"}) {
+        if (s.error.rfind(transient, 0) == 0) return false;
+      }
+      return true;
+    }
+    // A replica never votes.
+    return s.result == "auth" || s.result == "tls" || s.result == "protocol" || s.result == "replica";
+  });
+  return res.servers.size() - static_cast<std::size_t>(hopeless) >= quorum_size(res.servers.size());
+}
+
+// What a forced release leaves alone: "a hash", "a string without an expiry"; empty for what can
+// be a lock (a string with an expiry, whoever's it is) and for nothing at all.
+std::string not_a_lock(const std::string& type, std::int64_t pttl) {
+  if (type == "none" || (type == "string" && pttl != -1)) return {};
+  return type == "string" ? "a string without an expiry" : "a " + type;
+}
+
+// The release script's answer where a forced release found something that is not a lock.
+bool left_alone(const Result& r) {
+  return r.ok() && r.reply.as_integer() == -1;
+}
+
+// A forced release succeeds wherever the server answered, unless it found something that is not a
+// lock there; otherwise where the token was deleted.
+std::function<Vote::Kind(const Result&)> release_vote(bool force) {
+  return [force](const Result& r) {
+    if (force && left_alone(r)) return Vote::Kind::No;
+    Vote::Kind k = classify_flag(r);
+    return force && k == Vote::Kind::No ? Vote::Kind::Yes : k;
+  };
+}
+
+ReleaseResult release_result(const Network& network, const Round& round, bool force) {
+  ReleaseResult res;
+  res.tally = count(round.results(), release_vote(force));
+  res.elapsed = network.now() - round.started();
+  std::string found;  // servers where a key that is not a lock appeared after the check
+  for (std::size_t i = 0; i < round.results().size(); ++i) {
+    const auto& r = round.results()[i];
+    auto kind = r ? classify_flag(*r) : Vote::Kind::Failed;
+    if (kind == Vote::Kind::Failed) {
+      res.servers.push_back(r && r->ok() ? unexpected_report(network, i, *r) : failure_report(network, i, r));
+    } else if (force && left_alone(*r)) {
+      res.servers.push_back(answer_report(network, i, *r, "foreign", false));
+      res.servers.back().error = "not a lock, left alone";
+      found += (found.empty() ? "" : ", ") + res.servers.back().server;
+    } else {
+      bool deleted = kind == Vote::Kind::Yes;
+      res.deleted += deleted ? 1 : 0;
+      res.servers.push_back(answer_report(network, i, *r, deleted ? "released" : "not_held", deleted || force));
+    }
+  }
+  res.not_a_lock = !found.empty();
+  res.released = res.tally.won() && !res.not_a_lock;
+  res.no_quorum = !res.released && !res.not_a_lock && res.tally.unreachable();
+  if (res.not_a_lock) {
+    res.message = "not a lock on " + found + " (written after the check), left alone; the lock was deleted on " +
+                  servers_text(res.deleted, res.tally.total);
+  } else if (res.no_quorum) {
+    res.message = no_quorum_message(network, res.tally, round.results());
+  } else if (!res.released) {
+    res.message = not_held_message(not_held_counts(network, res.tally, round.results(), "deleted", res.deleted));
+  }
+  return res;
+}
+
+}  // namespace
+
+// A value the acquire script left on a quorum: every server raised its counter in the same step as
+// taking the lock, so when NEEDED of them answered the same number, that number is stored on a
+// quorum, and it is above every earlier fence (any two quorums share a server). Unless an answer
+// is higher still: the server they share may be one that lost its data, and the higher counter
+// the only trace left of the last fence (a server that missed fences while unreachable agreeing
+// with one restarted empty). Then the highest is written back instead.
+OwnerRecord parse_owner_record(const std::string& text) {
+  OwnerRecord record;
+  const auto space = text.find(' ');
+  const char* end = text.data() + std::min(space, text.size());
+  std::int64_t since = 0;
+  auto conv = std::from_chars(text.data(), end, since);
+  if (space == std::string::npos || conv.ec != std::errc()) {
+    record.owner = text;
+    return record;
+  }
+  record.since_unix_ms = since;
+  record.owner = text.substr(space + 1);
+  std::int64_t ttl = 0;
+  if (conv.ptr != end && *conv.ptr == '/' && std::from_chars(conv.ptr + 1, end, ttl).ec == std::errc()) {
+    record.ttl_ms = ttl;
+  }
+  return record;
+}
+
+std::string make_owner_record(std::int64_t unix_ms, std::int64_t ttl_ms, const std::string& owner) {
+  // The TTL goes after a slash, not a space, so that earlier versions still read the time and the owner.
+  return std::to_string(unix_ms) + "/" + std::to_string(ttl_ms) + " " + owner;
+}
+
+std::optional<std::int64_t> agreed_fence(const std::vector<std::int64_t>& counters, std::size_t needed) {
+  if (counters.empty()) return std::nullopt;
+  const std::int64_t highest = *std::max_element(counters.begin(), counters.end());
+  auto agreeing = static_cast<std::size_t>(std::count(counters.begin(), counters.end(), highest));
+  if (agreeing >= needed) return highest;
+  return std::nullopt;
+}
+
+void Redlock::settle(const Round& round) {
+  // Two names of one endpoint are caught as soon as both are resolved, before either connects: a
+  // name still being resolved is waited for (lookups fail at --timeout like any connect; one from
+  // /etc/hosts takes microseconds), so a configuration that lists a server twice is refused every
+  // time, however busy the machine. A second address of a server that already answered reaches
+  // the same process, which answers both connections within an event-loop turn or two: a short
+  // fixed grace lets its INFO show the duplicate, while a frozen server costs only that grace, not
+  // a multiple of the round trip. Safety hangs on neither wait (a second answer from one process
+  // is marked Duplicate when it arrives and never counts, and a server not heard from has no vote
+  // to count twice); they make the refusal reliable, and `status`, `release` and `doctor` wait
+  // for every answer.
+  if (round.complete()) return;
+  network_.run_until([&] { return round.complete() || !network_.resolving(); }, round.started() + timeout_);
+  if (round.complete()) return;
+  network_.run_until([&] { return round.complete(); }, network_.now() + std::min(kDuplicateGrace, timeout_));
+}
+
+void Redlock::spread_fence(const LockSpec& spec, std::int64_t fence,
+                           const std::vector<std::optional<Result>>& answers) {
+  // The fence is stored on the quorum that agreed; the other servers (restarted empty, or not heard
+  // from yet) get it too, without waiting, so that it survives the next minority that loses its data.
+  std::vector<bool> to(answers.size(), true);
+  for (std::size_t i = 0; i < answers.size(); ++i) {
+    const auto& r = answers[i];
+    if (r && r->ok() && r->reply.type == Reply::Type::Array && r->reply.elements.size() >= 4 &&
+        r->reply.elements[1].as_integer() == fence) {
+      to[i] = false;
+    }
+  }
+  const std::string fence_text = std::to_string(fence);
+  Round(network_, to, [&](std::size_t) { return fence_request(spec, fence_text); }).abandon();
+}
+
+std::optional<std::int64_t> Redlock::write_fence(const LockSpec& spec, std::int64_t fence, TimePoint valid_until,
+                                                 std::string& duplicate) {
+  // The counters disagree (a server lost its data, or split attempts raised some): the highest is
+  // above every earlier fence; store it on a quorum with a set-if-greater (a majority max-register).
+  const std::string fence_text = std::to_string(fence);
+  Round fencing(network_, [&](std::size_t) { return fence_request(spec, fence_text); });
+  auto confirms = [fence](const Result& r) {
+    if (!r.ok()) return Vote::Kind::Failed;
+    auto v = r.reply.as_integer();
+    return v && *v == fence ? Vote::Kind::Yes : Vote::Kind::No;
+  };
+  Tally fenced;
+  network_.run_until(
+      [&] {
+        fenced = count(fencing.results(), confirms);
+        return fenced.decided();
+      },
+      valid_until);
+  fencing.abandon();
+  for (const auto& r : fencing.results()) {
+    if (r && r->failure == Failure::Duplicate) duplicate = r->error;
+  }
+  if (fenced.won()) return fence;
+  return std::nullopt;
+}
+
+std::string_view outcome_name(AcquireOutcome o) {
+  switch (o) {
+    case AcquireOutcome::Acquired:
+      return "acquired";
+    case AcquireOutcome::Busy:
+      return "busy";
+    case AcquireOutcome::TimedOut:
+      return "timeout";
+    case AcquireOutcome::NoQuorum:
+      return "no_quorum";
+    case AcquireOutcome::Interrupted:
+      return "interrupted";
+  }
+  return "unknown";
+}
+
+std::string_view state_name(LockState s) {
+  switch (s) {
+    case LockState::Held:
+      return "held";
+    case LockState::Free:
+      return "free";
+    case LockState::Partial:
+      return "partial";
+    case LockState::Unknown:
+      return "unknown";
+  }
+  return "unknown";
+}
+
+Redlock::Redlock(Network& network, Duration timeout) : network_(network), timeout_(timeout), seed_(random_seed()) {}
+
+void check_duplicates(const std::vector<std::optional<Result>>& results) {
+  for (const auto& r : results) {
+    if (r && (r->failure == Failure::Duplicate || r->failure == Failure::Config)) config_error(r->error);
+  }
+}
+
+AcquireResult Redlock::attempt(const LockSpec& spec) {
+  const std::string ttl_ms = ms_string(spec.ttl);
+  const std::string owner = owner_record(spec.owner, spec.ttl);
+  Round round(network_, [&](std::size_t) {
+    return Request::eval(kAcquireScript, {spec.keys.lock, spec.keys.fence, spec.keys.owner},
+                         {spec.token, ttl_ms, owner, spec.keys.channel});
+  });
+  const std::size_t n = network_.size();
+  auto classify = [](const Result& r) {
+    // Only the shape matters for counting; read_vote tells the details.
+    if (!r.ok() || r.reply.type != Reply::Type::Array || r.reply.elements.empty()) return Vote::Kind::Failed;
+    auto state = r.reply.elements[0].as_integer();
+    if (!state) return Vote::Kind::Failed;
+    return *state > 0 ? Vote::Kind::Yes : Vote::Kind::No;
+  };
+  Tally tally;
+  network_.run_until(
+      [&] {
+        tally = count(round.results(), classify);
+        return tally.decided();
+      },
+      kNever);
+  if (tally.won()) settle(round);
+  round.abandon();
+
+  AcquireResult res;
+  res.token = spec.token;
+  res.ttl = spec.ttl;
+  // Reported as every answer in by now (settle may have heard more than the deciding quorum).
+  res.tally = count(round.results(), classify);
+  TimePoint decided_at = network_.now();
+  Duration valid = validity(spec.ttl, decided_at - round.started(), spec.drift);
+
+  // What each server needs after a failed attempt: those that took the lock, and those whose answer
+  // is still out (or timed out: the request may yet run there) get a release; those that said busy
+  // or refused the request cannot hold our token.
+  std::vector<bool> holds(n, false);
+  std::vector<bool> may_hold(n, false);
+  std::vector<std::int64_t> busy_pttl;
+  std::vector<std::int64_t> counters;  // of the servers that took it
+  std::vector<std::optional<std::string>> busy_records;
+  std::size_t free_now = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto& result = round.results()[i];
+    Vote v = read_vote(network_, i, result);
+    if (v.kind == Vote::Kind::Yes) {
+      holds[i] = true;
+      ++free_now;
+      counters.push_back(v.counter);
+    } else if (v.kind == Vote::Kind::No) {
+      if (v.pttl == -2) ++free_now;
+      busy_pttl.push_back(v.pttl);
+      busy_records.push_back(v.record);
+      res.holder_announces = res.holder_announces || v.announces;
+    }
+    // A reply we could not read, or a failure after which the script may have run, may hold too.
+    may_hold[i] = v.kind == Vote::Kind::Yes || !result ||
+                  (v.kind == Vote::Kind::Failed && (result->ok() || unsure_whether_run(result->failure)));
+    res.servers.push_back(std::move(v.report));
+  }
+  bool duplicate = std::any_of(round.results().begin(), round.results().end(), [](const auto& r) {
+    return r && (r->failure == Failure::Duplicate || r->failure == Failure::Config);
+  });
+
+  if (tally.won() && valid > spec.min_validity && !duplicate) {
+    res.owner_record = owner;
+    TimePoint valid_until = round.started() + spec.ttl - drift_allowance(spec.ttl, spec.drift);
+    if (faults::enabled("no-validity")) valid_until = kNever;
+    std::optional<std::int64_t> fence = agreed_fence(counters, tally.needed());
+    std::string duplicate_error;
+    if (fence) {
+      spread_fence(spec, *fence, round.results());
+    } else {
+      fence = write_fence(spec, *std::max_element(counters.begin(), counters.end()), valid_until, duplicate_error);
+    }
+    TimePoint now = network_.now();
+    if (fence && valid_until - now > spec.min_validity && duplicate_error.empty()) {
+      res.outcome = AcquireOutcome::Acquired;
+      res.fence = *fence;
+      res.taken_at = decided_at;
+      res.valid_until = valid_until;
+      res.validity = valid_until - now;
+      return res;
+    }
+    release_taken(spec, holds, may_hold);
+    if (!duplicate_error.empty()) config_error(duplicate_error);
+    res.outcome = AcquireOutcome::NoQuorum;
+    res.message = fence ? too_little_validity(valid_until - now, spec.min_validity)
+                        : "the fencing token could not be stored on a quorum within the validity";
+    return res;
+  }
+
+  release_taken(spec, holds, may_hold);
+  if (duplicate) check_duplicates(round.results());
+  if (tally.won() && valid > Duration::zero()) {
+    res.outcome = AcquireOutcome::NoQuorum;
+    res.message = too_little_validity(valid, spec.min_validity);
+  } else if (tally.won()) {
+    res.outcome = AcquireOutcome::NoQuorum;
+    res.message =
+        "a quorum answered only after the lock's validity had run out (" +
+        std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(decided_at - round.started()).count()) +
+        "ms for a TTL of " + ttl_ms + "ms)";
+  } else if (tally.unreachable()) {
+    res.outcome = AcquireOutcome::NoQuorum;
+    res.message = no_quorum_message(network_, tally, round.results());
+  } else {
+    res.outcome = AcquireOutcome::Busy;
+    res.holder_free_in = quorum_free_in(n, free_now, busy_pttl);
+    res.holder = busy_holder(busy_records, res.holder_free_in);
+    res.message = busy_message(*res.holder, res.tally);
+  }
+  return res;
+}
+
+void Redlock::release_taken(const LockSpec& spec, const std::vector<bool>& holds, const std::vector<bool>& may_hold) {
+  // Servers that have not answered get the release too: on the same connection it follows the
+  // acquire, so a late SET is undone in order. Only those known to hold are waited for.
+  Round round(network_, may_hold, [&](std::size_t i) {
+    Request r = Request::eval(kReleaseScript, {spec.keys.lock, spec.keys.owner},
+                              {spec.token, spec.keys.channel, faults::enabled("release-any") ? "1" : "0", "retracted"});
+    // A server that has not answered may run it much later, whatever its script cache holds then.
+    r.with_body = !holds[i];
+    return r;
+  });
+  network_.run_until(
+      [&] {
+        for (std::size_t i = 0; i < holds.size(); ++i) {
+          if (holds[i] && !round.results()[i]) return false;
+        }
+        return true;
+      },
+      kNever);
+}
+
+AcquireResult Redlock::acquire(const LockSpec& spec, const WaitOptions& wait) {
+  const TimePoint begin = network_.now();
+  const std::size_t n = network_.size();
+  // Wake-ups are reliable when our subscriptions overlap every quorum that could release.
+  const std::size_t reliable = n - quorum_size(n) + 1;
+
+  struct Wake {
+    bool active = true;
+    bool settled = false;  // the first subscription round is over
+    TimePoint begin;       // when this waiter began to wait: older waiters go first
+    TimePoint deadline;    // the wait's end: no plan goes past it
+    TimePoint next = kNever;
+    // A release (or a retraction) announced while an attempt was out: the plan after that attempt
+    // must not forget it.
+    std::optional<std::size_t> released_waiters;
+    bool retracted = false;
+    std::unique_ptr<WaitPlan> plan;
+  };
+  auto wake = std::make_shared<Wake>();
+  wake->begin = begin;
+  wake->deadline = wait.deadline;
+  wake->plan = std::make_unique<WaitPlan>(wait.retry_delay, seed_++);
+  bool subscribing = false;
+  auto interrupted = [&] { return wait.interrupted && wait.interrupted(); };
+
+  // Whatever the outcome, the wait is over: no more wake-ups, no subscriptions left open.
+  auto done = [&](AcquireResult res) {
+    wake->active = false;
+    if (subscribing) network_.unsubscribe();
+    return res;
+  };
+  for (int attempts = 1;; ++attempts) {
+    wake->released_waiters.reset();
+    wake->retracted = false;
+    AcquireResult res = attempt(spec);
+    res.attempts = attempts;
+    TimePoint now = network_.now();
+    res.elapsed = now - begin;
+    // While a wait lasts, no quorum is "not yet": servers restarting or frozen for a moment are
+    // waited out like a holder. The wait ends with 69 only when its last attempt had no quorum.
+    const bool short_of_quorum = res.outcome == AcquireOutcome::NoQuorum && may_recover(res);
+    if ((res.outcome != AcquireOutcome::Busy && !short_of_quorum) || !wait.wait) return done(std::move(res));
+    if (interrupted() || now >= wait.deadline) {
+      if (interrupted()) {
+        res.outcome = AcquireOutcome::Interrupted;
+      } else if (short_of_quorum) {
+        res.message += "; still no quorum when the wait ended after " + format_duration(res.elapsed);
+      } else {
+        res.outcome = AcquireOutcome::TimedOut;
+      }
+      return done(std::move(res));
+    }
+    // The spread unit follows how fast the servers answer now, busy answers included.
+    std::vector<Duration> latencies;
+    for (const auto& s : res.servers) {
+      if (s.latency && (s.result == "busy" || s.result == "foreign" || s.ok)) latencies.push_back(*s.latency);
+    }
+    if (!latencies.empty()) {
+      std::nth_element(latencies.begin(), latencies.begin() + static_cast<std::ptrdiff_t>(latencies.size() / 2),
+                       latencies.end());
+      wake->plan->observe_round_trip(latencies[latencies.size() / 2]);
+    }
+
+    if (!subscribing) {
+      // Subscribe, then try once more at once: a release between our first attempt and the
+      // subscription would otherwise go unheard.
+      subscribing = true;
+      network_.subscribe(spec.keys.channel, [wake, this, ttl = spec.ttl](std::size_t, std::string_view message) {
+        if (!wake->active) return;
+        TimePoint t = network_.now();
+        bool subscribed = network_.subscribed() >= network_.size() - quorum_size(network_.size()) + 1;
+        TimePoint next = wake->next;
+        if (message.rfind("released", 0) == 0) {
+          std::size_t waiters = 1;
+          auto digits = message.substr(std::min<std::size_t>(message.size(), 9));
+          std::from_chars(digits.data(), digits.data() + digits.size(), waiters);
+          wake->released_waiters = waiters;
+          next = wake->plan->on_released(t, next, waiters, t - wake->begin);
+        } else if (message.rfind("retracted", 0) == 0) {
+          wake->retracted = true;
+          next = wake->plan->on_retracted(t, next);
+        } else if (message == "acquired") {
+          wake->released_waiters.reset();
+          next = wake->plan->on_acquired(t, ttl, subscribed);
+        } else if (message == "subscribed" && wake->settled) {
+          // A subscription came back after a break: a release may have gone unheard.
+          next = wake->plan->on_released(t, next, 1, t - wake->begin);
+        }
+        // However a message moves the plan, the wait ends at its deadline: holders that come
+        // and go without announcing a release must not keep a waiter past it.
+        wake->next = std::min(next, wake->deadline);
+      });
+      network_.run_until([&] { return network_.subscribed() >= reliable || interrupted(); },
+                         std::min(wait.deadline, network_.now() + timeout_));
+      wake->settled = true;
+      continue;
+    }
+
+    bool subscribed = network_.subscribed() >= reliable;
+    // No quorum is retried like a split vote: a jittered retry delay, not the slow poll.
+    bool split_vote = res.tally.yes > 0 || short_of_quorum;
+    TimePoint next = wake->plan->after_attempt(now, split_vote, res.holder_free_in, subscribed, res.holder_announces);
+    if (wake->released_waiters) next = wake->plan->on_released(now, next, *wake->released_waiters, now - begin);
+    if (wake->retracted) next = wake->plan->on_retracted(now, next);
+    wake->next = std::min(next, wake->deadline);
+    if (wait.on_retry) wait.on_retry(res, wake->next);
+    // Sleep until the plan's time; a wake-up message moves the plan, so wait again for the new one.
+    while (!interrupted() && network_.now() < wake->next) {
+      const TimePoint planned = wake->next;
+      network_.run_until([&] { return interrupted() || wake->next != planned; }, planned);
+    }
+    if (interrupted()) {
+      res.outcome = AcquireOutcome::Interrupted;
+      res.elapsed = network_.now() - begin;
+      return done(std::move(res));
+    }
+  }
+}
+
+ExtendRound::ExtendRound(Network& network, const LockKeys& keys, const std::string& token, Duration ttl, double drift,
+                         bool keep_longer)
+    : network_(network), keys_(keys), token_(token), ttl_(ttl), drift_(drift), round_(network, [&](std::size_t) {
+        // With its body, as release's: the answer of a server after the quorum is not waited for,
+        // and one that lost its script cache (restart, SCRIPT FLUSH) would answer a bare EVALSHA
+        // with a NOSCRIPT nobody reads, keeping the old expiry there.
+        Request r =
+            Request::eval(kExtendScript, {keys.lock, keys.owner}, {token, ms_string(ttl), keep_longer ? "1" : "0"});
+        r.with_body = true;
+        return r;
+      }) {}
+
+std::optional<Round> ExtendRound::heal(const Heal& heal) const {
+  // Safe because a quorum confirmed the lock in this very round: any other client needs a quorum
+  // too, which shares a server with ours, where our token was found, so nobody else can hold the
+  // lock now; putting it back on an empty server cannot make a second holder, and SET NX never
+  // replaces one. A quorum that did not confirm it (the lock expired while we were stopped, say)
+  // heals nothing: the renewal fails as before, so a lost lock is never taken back unnoticed.
+  if (!result().extended) return std::nullopt;
+  std::vector<bool> missing(round_.results().size(), false);
+  bool any = false;
+  for (std::size_t i = 0; i < missing.size(); ++i) {
+    const auto& r = round_.results()[i];
+    missing[i] = r && r->ok() && r->reply.as_integer() == -1;
+    any = any || missing[i];
+  }
+  if (!any) return std::nullopt;
+  const std::string ttl_ms = ms_string(result().ttl);
+  const std::string fence = std::to_string(heal.fence);
+  Round healing(network_, missing, [&](std::size_t) {
+    Request r =
+        Request::eval(kHealScript, {keys_.lock, keys_.owner, keys_.fence}, {token_, ttl_ms, heal.owner_record, fence});
+    r.with_body = true;  // restarted empty: its script cache is empty too
+    return r;
+  });
+  healing.abandon();
+  return healing;
+}
+
+Duration ExtendRound::set_ttl() const {
+  // Servers may set different TTLs (without a TTL asked for, each keeps what it has if longer): the
+  // lock is valid for the shortest, which every server that extended it holds.
+  std::optional<std::int64_t> shortest;
+  for (const auto& r : round_.results()) {
+    auto ms = r && r->ok() ? r->reply.as_integer() : std::nullopt;
+    if (ms && *ms > 0 && (!shortest || *ms < *shortest)) shortest = ms;
+  }
+  return shortest ? Duration(std::chrono::milliseconds(*shortest)) : ttl_;
+}
+
+Tally ExtendRound::tally() const {
+  return count(round_.results(), classify_flag);
+}
+
+ExtendResult ExtendRound::result() const {
+  ExtendResult res;
+  res.tally = tally();
+  TimePoint now = network_.now();
+  res.elapsed = now - round_.started();
+  res.ttl = set_ttl();
+  res.valid_until = round_.started() + res.ttl - drift_allowance(res.ttl, drift_);
+  if (faults::enabled("no-validity")) res.valid_until = kNever;
+  res.validity = res.valid_until - now;
+  res.extended = res.tally.won() && res.validity > Duration::zero();
+  res.no_quorum = !res.tally.won() && res.tally.unreachable();
+  for (std::size_t i = 0; i < round_.results().size(); ++i) {
+    const auto& r = round_.results()[i];
+    auto kind = r ? classify_flag(*r) : Vote::Kind::Failed;
+    if (kind == Vote::Kind::Failed) {
+      res.servers.push_back(r && r->ok() ? unexpected_report(network_, i, *r) : failure_report(network_, i, r));
+    } else {
+      res.servers.push_back(
+          answer_report(network_, i, *r, kind == Vote::Kind::Yes ? "extended" : "not_held", kind == Vote::Kind::Yes));
+    }
+  }
+  if (res.extended) return res;
+  if (res.tally.won()) {
+    res.message = "a quorum extended the lock only after the new validity had run out";
+  } else if (res.no_quorum) {
+    res.message = no_quorum_message(network_, res.tally, round_.results());
+  } else {
+    res.counts = not_held_counts(network_, res.tally, round_.results(), "extended", res.tally.yes);
+    res.message = not_held_message(res.counts);
+  }
+  return res;
+}
+
+ExtendResult Redlock::extend(const LockKeys& keys, const std::string& token, Duration ttl, double drift,
+                             const Heal& heal, bool keep_longer) {
+  ExtendRound round(network_, keys, token, ttl, drift, keep_longer);
+  network_.run_until([&] { return round.decided(); }, kNever);
+  if (round.tally().won()) settle(round.round());
+  check_duplicates(round.results());
+  ExtendResult res = round.result();
+  std::optional<Round> healing = res.extended ? round.heal(heal) : std::nullopt;
+  if (!healing) return res;
+  network_.run_until([&] { return healing->complete(); }, network_.now() + timeout_);
+  for (std::size_t i = 0; i < res.servers.size(); ++i) {
+    const auto& r = healing->results()[i];
+    if (!r || !r->ok() || r->reply.as_integer() != 1) continue;
+    res.servers[i].result = "healed";
+    res.servers[i].ok = true;
+    ++res.healed;
+  }
+  return res;
+}
+
+Round Redlock::read_everywhere(const LockKeys& keys) {
+  Round round(network_, [&](std::size_t) {
+    return Request::eval(kStatusScript, {keys.lock, keys.owner, keys.fence}, {});
+  });
+  network_.run_until([&] { return round.complete(); }, kNever);
+  check_duplicates(round.results());
+  return round;
+}
+
+ReleaseResult Redlock::check_forced(const LockKeys& keys) {
+  const Round round = read_everywhere(keys);
+
+  ReleaseResult res;
+  res.tally.total = round.results().size();
+  res.elapsed = network_.now() - round.started();
+  std::string found;
+  for (std::size_t i = 0; i < round.results().size(); ++i) {
+    const auto& r = round.results()[i];
+    const Reply* reply =
+        r && r->ok() && r->reply.type == Reply::Type::Array && r->reply.elements.size() == 5 ? &r->reply : nullptr;
+    const auto pttl = reply ? reply->elements[2].as_integer() : std::nullopt;
+    if (!pttl) {
+      ++res.tally.failed;
+      res.servers.push_back(r && r->ok() ? unexpected_report(network_, i, *r) : failure_report(network_, i, r));
+      continue;
+    }
+    ++res.tally.no;  // nothing deleted yet
+    const std::string& type = reply->elements[0].str;
+    const std::string what = not_a_lock(type, *pttl);
+    const char* seen = !what.empty() ? "foreign" : type == "none" ? "free" : "held";
+    ServerReport rep = answer_report(network_, i, *r, seen, false);
+    if (!what.empty()) {
+      rep.error = what + ", not a lock";
+      found += (found.empty() ? "" : ", ") + rep.server + " (" + what + ")";
+    }
+    res.servers.push_back(std::move(rep));
+  }
+  res.not_a_lock = !found.empty();
+  if (res.not_a_lock) res.message = "not a lock on " + found + "; nothing deleted";
+  return res;
+}
+
+ReleaseResult Redlock::release(const LockKeys& keys, const std::string& token, bool force, ReleaseWait wait) {
+  if (force) {
+    // Whatever is not a lock on any server that answers is refused before anything is deleted.
+    ReleaseResult checked = check_forced(keys);
+    if (checked.not_a_lock) return checked;
+  }
+  Round round(network_, [&](std::size_t) {
+    bool any = force || faults::enabled("release-any");
+    Request r =
+        Request::eval(kReleaseScript, {keys.lock, keys.owner}, {token, keys.channel, any ? "1" : "0", "released"});
+    // Waiting for the outcome only, the process may be gone before a server that lost its script
+    // cache (a restart, SCRIPT FLUSH) answers NOSCRIPT: the script goes with its body, so that no
+    // server left unwaited for needs a second round trip to drop the lock.
+    r.with_body = wait == ReleaseWait::Outcome;
+    return r;
+  });
+  // Every answer in means decided too; the outcome alone comes sooner when a server is frozen.
+  network_.run_until(
+      [&] {
+        return wait == ReleaseWait::Outcome ? count(round.results(), release_vote(force)).decided() : round.complete();
+      },
+      kNever);
+  check_duplicates(round.results());
+  return release_result(network_, round, force);
+}
+
+StatusResult Redlock::status(const LockKeys& keys) {
+  const Round round = read_everywhere(keys);
+
+  StatusResult res;
+  res.elapsed = network_.now() - round.started();
+  res.tally.total = round.results().size();
+  std::map<std::string, std::vector<std::size_t>> holders;  // value -> servers holding it with time left
+  std::size_t free = 0;
+  for (std::size_t i = 0; i < round.results().size(); ++i) {
+    const auto& r = round.results()[i];
+    const Reply* reply = r && r->ok() ? &r->reply : nullptr;
+    if (!reply || reply->type != Reply::Type::Array || reply->elements.size() != 5 ||
+        !reply->elements[2].as_integer()) {
+      ++res.tally.failed;
+      res.servers.push_back(r && r->ok() ? unexpected_report(network_, i, *r) : failure_report(network_, i, r));
+      continue;
+    }
+    ++res.tally.yes;
+    ServerReport rep = answer_report(network_, i, *r, "free", true);
+    rep.type = reply->elements[0].str;
+    rep.ttl_ms = *reply->elements[2].as_integer();
+    if (reply->elements[1].type == Reply::Type::String) rep.value = reply->elements[1].str;
+    if (reply->elements[3].type == Reply::Type::String) rep.owner = reply->elements[3].str;
+    rep.fence = reply->elements[4].as_integer().value_or(0);
+    res.fence = std::max(res.fence, rep.fence);
+    if (rep.type == "none") {
+      ++free;
+    } else if (rep.type != "string") {
+      rep.result = "foreign";
+    } else {
+      rep.result = "held";
+      if (rep.ttl_ms != -2) holders[*rep.value].push_back(i);
+    }
+    res.servers.push_back(std::move(rep));
+  }
+
+  const std::size_t needed = res.tally.needed();
+  res.no_quorum = res.tally.yes < needed;
+  res.state = free >= needed ? LockState::Free : LockState::Partial;
+  // Too few answers for any verdict (none held or free can come from fewer than a quorum).
+  if (res.no_quorum) res.state = LockState::Unknown;
+  for (const auto& [value, where] : holders) {
+    if (where.size() < needed) continue;
+    res.state = LockState::Held;
+    res.token = value;
+    // The lock stays held while a quorum holds it: the needed-th longest TTL.
+    std::vector<std::int64_t> ttls;
+    for (auto i : where) ttls.push_back(res.servers[i].ttl_ms);
+    std::sort(ttls.begin(), ttls.end(), [](std::int64_t a, std::int64_t b) {
+      if (a == -1) return b != -1;  // no expiry sorts first (longest)
+      if (b == -1) return false;
+      return a > b;
+    });
+    res.ttl_ms = ttls[needed - 1];
+    for (auto i : where) {
+      const auto& owner = res.servers[i].owner;
+      if (!owner) continue;
+      OwnerRecord record = parse_owner_record(*owner);
+      res.since_unix_ms = record.since_unix_ms;
+      res.owner = record.owner;
+      break;
+    }
+  }
+  return res;
+}
+
+}  // namespace redlock

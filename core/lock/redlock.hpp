@@ -1,0 +1,253 @@
+// The Redlock algorithm over N independent masters: acquire (with fencing and waiting), extend,
+// release and status. Everything goes through the Network interface, so the decisions here are
+// unit-tested against an in-memory fake and run for real over Transport.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/lock/keys.hpp"
+#include "core/lock/quorum.hpp"
+#include "core/lock/round.hpp"
+#include "core/net/network.hpp"
+
+namespace redlock {
+
+// The result of a server whose answer was not waited for: the outcome was known without it.
+inline constexpr const char* kNotWaitedFor = "not_waited_for";
+
+// What each server said, for reports.
+struct ServerReport {
+  std::string server;  // redacted URL
+  bool ok = false;     // did what was asked (meaningless when not waited for)
+  // locked, reacquired, busy, foreign, extended, released, not_held, held, free, fenced,
+  // or a failure: timeout, connect, tls, auth, io, closed, protocol, error, duplicate, replica, config;
+  // or kNotWaitedFor: no answer yet when the outcome was known, which is no failure.
+  std::string result = kNotWaitedFor;
+  std::optional<Duration> latency;
+  std::string error;  // empty when none
+  std::string role;   // master, replica (never a vote), another role, or empty when unknown
+  // status only
+  std::string type;
+  std::optional<std::string> value;
+  std::int64_t ttl_ms = -2;
+  std::optional<std::string> owner;
+  std::int64_t fence = 0;
+
+  bool waited_for() const { return result != kNotWaitedFor; }
+};
+
+// The record kept beside a lock, "UNIX_MS/TTL_MS OWNER": since when and by whom it is held, and the
+// TTL it was taken with (which `extend` without a TTL keeps). Records of earlier versions, "UNIX_MS
+// OWNER", and of anything else, are read as far as they go: the rest is the owner.
+struct OwnerRecord {
+  std::optional<std::int64_t> since_unix_ms;
+  std::optional<std::int64_t> ttl_ms;
+  std::string owner;
+};
+OwnerRecord parse_owner_record(const std::string& text);
+std::string make_owner_record(std::int64_t unix_ms, std::int64_t ttl_ms, const std::string& owner);
+
+// Who holds a busy lock, as far as the busy answers tell.
+struct Holder {
+  std::optional<std::string> owner;  // none: the holder keeps no owner record (not a redlock client)
+  std::optional<Duration> ttl;       // until it could be free on a quorum; none when it cannot be known
+};
+
+struct LockSpec {
+  LockKeys keys;
+  std::string token;
+  Duration ttl = std::chrono::seconds(30);  // whole milliseconds
+  double drift = 0.01;
+  std::string owner;  // empty: no owner record
+  // An acquisition left with no more validity than this is given back at once (as one whose
+  // validity ran out): `run` needs the time to stop its command before the lock can expire.
+  Duration min_validity{};
+};
+
+struct AcquireResult;
+
+struct WaitOptions {
+  bool wait = false;            // false: one attempt
+  TimePoint deadline = kNever;  // give up after this (-w)
+  Duration retry_delay = std::chrono::milliseconds(200);
+  std::function<bool()> interrupted;  // checked while waiting; true stops the wait
+  // Told of every failed attempt while the wait goes on (busy, or short of a quorum: a blip that
+  // is waited out like a holder), with the time of the next attempt.
+  std::function<void(const AcquireResult&, TimePoint next)> on_retry;
+};
+
+enum class AcquireOutcome { Acquired, Busy, TimedOut, NoQuorum, Interrupted };
+
+struct AcquireResult {
+  AcquireOutcome outcome = AcquireOutcome::Busy;
+  std::string token;
+  std::int64_t fence = 0;
+  Duration ttl{};
+  Duration validity{};      // left at the moment of return
+  Duration elapsed{};       // since acquire() was called
+  TimePoint taken_at{};     // when the quorum was confirmed
+  TimePoint valid_until{};  // start of the winning attempt + TTL − drift allowance
+  int attempts = 0;
+  Tally tally;  // of the last attempt
+  std::vector<ServerReport> servers;
+  std::optional<Duration> holder_free_in;  // busy: when the holder's lock could expire on a quorum
+  std::optional<Holder> holder;            // busy: who holds it
+  std::string owner_record;                // acquired: the owner record written beside the lock
+  // Busy: the holder keeps an owner record, as redlock holders do, whose releases wake the waiters.
+  // Other clients (node-redlock, redsync, redis-py) delete their key without a word.
+  bool holder_announces = false;
+  std::string message;  // why not, in words
+};
+
+struct ExtendResult {
+  bool extended = false;
+  Duration ttl{};          // the expiry set: the shortest a server that extended the lock reported
+  std::size_t healed = 0;  // servers the lock was put back on, where it was missing
+  bool no_quorum = false;
+  Duration validity{};
+  Duration elapsed{};
+  TimePoint valid_until{};
+  Tally tally;
+  std::vector<ServerReport> servers;
+  std::string message;
+  // Not held: what the servers answered, in numbers ("extended on 0 of 3 servers"), as the message
+  // says it after "not held with this token".
+  std::string counts;
+};
+
+struct ReleaseResult {
+  bool released = false;
+  bool no_quorum = false;
+  // --force found a key that cannot be a lock (another type, a string without an expiry): it was
+  // left alone, and when found before deleting, nothing was deleted anywhere.
+  bool not_a_lock = false;
+  std::size_t deleted = 0;
+  Duration elapsed{};
+  Tally tally;
+  std::vector<ServerReport> servers;
+  std::string message;
+};
+
+// Unknown: fewer than a quorum answered.
+enum class LockState { Held, Free, Partial, Unknown };
+
+struct StatusResult {
+  LockState state = LockState::Partial;
+  bool no_quorum = false;
+  std::optional<std::string> token;  // held: the value a quorum holds
+  std::int64_t ttl_ms = -2;          // held: how long a quorum still holds it (−1: no expiry)
+  std::optional<std::string> owner;  // held: the owner record's text, when there is one
+  std::optional<std::int64_t> since_unix_ms;
+  std::int64_t fence = 0;  // the highest fencing counter seen
+  Duration elapsed{};
+  Tally tally;
+  std::vector<ServerReport> servers;
+};
+
+// What a renewal writes where it puts a missing lock back: the owner record and the fence it was
+// taken with (empty and 0 when unknown, as for `extend`).
+struct Heal {
+  std::string owner_record;
+  std::int64_t fence = 0;
+};
+
+// An extend round that can run in the background (renewals in `run`) or be waited for.
+class ExtendRound {
+ public:
+  // KEEP_LONGER (no TTL asked for): TTL is only the fallback; each server sets the TTL the lock was
+  // taken with (its owner record says) or the lock's remaining TTL, whichever is longer.
+  ExtendRound(Network& network, const LockKeys& keys, const std::string& token, Duration ttl, double drift,
+              bool keep_longer = false);
+
+  // Once the round extended the lock on a quorum with validity left, puts it back (SET NX PX, the
+  // same token and TTL) on the servers that answered they have no lock at all: servers restarted
+  // empty, so that a rolling restart does not wear the lock down to nothing. Never anywhere else:
+  // a server where another token holds the key keeps it. The requests go without waiting; the
+  // Round returned collects the answers (nothing when no server needs it).
+  std::optional<Round> heal(const Heal& heal) const;
+  Tally tally() const;
+  bool decided() const { return tally().decided(); }
+  // The verdict so far; call when decided() or when giving up on the stragglers.
+  ExtendResult result() const;
+  const std::vector<std::optional<Result>>& results() const { return round_.results(); }
+  const Round& round() const { return round_; }
+
+ private:
+  // The TTL the servers that extended the lock set: the shortest they answered (TTL before any did).
+  Duration set_ttl() const;
+
+  Network& network_;
+  LockKeys keys_;
+  std::string token_;
+  Duration ttl_;
+  double drift_;
+  Round round_;
+};
+
+class Redlock {
+ public:
+  explicit Redlock(Network& network, Duration timeout = std::chrono::milliseconds(100));
+
+  // Takes the lock (waiting as WAIT says); a failed attempt releases whatever it took. Throws a
+  // configuration error when two configured servers turn out to be one.
+  AcquireResult acquire(const LockSpec& spec, const WaitOptions& wait);
+  // Extends where the lock holds TOKEN and, with a quorum, puts it back where it is missing (see
+  // ExtendRound::heal), waiting up to --timeout for those answers.
+  ExtendResult extend(const LockKeys& keys, const std::string& token, Duration ttl, double drift, const Heal& heal = {},
+                      bool keep_longer = false);
+  // How long a release waits: for every server's answer (each up to --timeout), so that each one's
+  // outcome is known; or only until a quorum said released, or too many said not, since the
+  // requests have left for every server that can run them all the same.
+  enum class ReleaseWait { EveryServer, Outcome };
+  // Compare-and-delete, and wake the waiters. FORCE deletes whatever lock is there (a string with an
+  // expiry), after reading the key on every server: anything else found on any server that answers
+  // is refused, and nothing is deleted anywhere. A server that does not answer that check is not
+  // asked again: the release script deletes nothing but a lock there either.
+  ReleaseResult release(const LockKeys& keys, const std::string& token, bool force,
+                        ReleaseWait wait = ReleaseWait::EveryServer);
+  StatusResult status(const LockKeys& keys);
+
+ private:
+  AcquireResult attempt(const LockSpec& spec);
+  // The status script on every server, each answer waited for (up to --timeout).
+  Round read_everywhere(const LockKeys& keys);
+  // The read-only round before a forced release: what every server holds under the key.
+  ReleaseResult check_forced(const LockKeys& keys);
+  // Releases TOKEN after a failed attempt on the servers in MAY_HOLD; waits for those in HOLDS.
+  void release_taken(const LockSpec& spec, const std::vector<bool>& holds, const std::vector<bool>& may_hold);
+  // Once the outcome is known, waits for names still being resolved (so that two names of one
+  // endpoint are refused however the answers raced), then kDuplicateGrace for the rest.
+  void settle(const Round& round);
+  // Sends FENCE (set-if-greater) to the servers whose answer did not carry it, without waiting.
+  void spread_fence(const LockSpec& spec, std::int64_t fence, const std::vector<std::optional<Result>>& answers);
+  // Stores FENCE on a quorum (set-if-greater); nothing when a quorum did not confirm it in time.
+  // DUPLICATE is the error of a server that answered as the second URL of another, if one did:
+  // the fence round may be where that shows first.
+  std::optional<std::int64_t> write_fence(const LockSpec& spec, std::int64_t fence, TimePoint valid_until,
+                                          std::string& duplicate);
+
+  Network& network_;
+  Duration timeout_;
+  std::uint64_t seed_;
+};
+
+// The fence a quorum of acquire answers agree on (their counters), if NEEDED of them are equal.
+std::optional<std::int64_t> agreed_fence(const std::vector<std::int64_t>& counters, std::size_t needed);
+
+// How long acquire and extend, their outcome known, still listen for servers not heard from: a
+// second address of a server that answered is the same process, which answers both connections
+// within an event-loop turn or two, and is refused when it does. A frozen server costs only this.
+inline constexpr Duration kDuplicateGrace = std::chrono::microseconds(200);
+
+// Throws the configuration error of a server that turned out to be another configured server, or
+// that cannot be what its URL asks for (a database it does not have).
+void check_duplicates(const std::vector<std::optional<Result>>& results);
+
+std::string_view outcome_name(AcquireOutcome o);
+std::string_view state_name(LockState s);
+
+}  // namespace redlock

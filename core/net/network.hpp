@@ -1,0 +1,104 @@
+// The small interface between the lock logic and the network: requests to N servers, each answered
+// once (a reply or a classified failure), and an event loop that runs until the caller has its
+// answer. The real implementation is Transport; unit tests use an in-memory fake.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/lock/scripts.hpp"
+#include "core/net/resp.hpp"
+#include "core/util/clock.hpp"
+
+namespace redlock {
+
+// Why a server did not answer a request. A failed server is a value, not an exception: the quorum
+// expects some of them.
+enum class Failure {
+  None,
+  Timeout,    // no answer within --timeout (connect included)
+  Connect,    // refused, unreachable, name not resolved
+  Tls,        // handshake or certificate verification failed
+  Auth,       // AUTH refused, or SELECT by the ACL (wrong password, NOPERM, …)
+  Io,         // a read or write failed
+  Closed,     // the server closed the connection
+  Protocol,   // the server does not speak RESP
+  Reply,      // the server answered with an error reply
+  Duplicate,  // the same server (run_id) is configured twice
+  Replica,    // a replica answered: it never counts as a vote
+  Config,     // the server cannot be what its URL asks for: SELECT of a database it does not have
+};
+
+std::string_view failure_name(Failure f);
+
+struct Result {
+  Failure failure = Failure::None;
+  Reply reply;        // when failure == None
+  std::string error;  // what went wrong, in the server's words where it gave any
+  Duration latency{};
+
+  bool ok() const { return failure == Failure::None; }
+};
+
+// One command: a Lua script (sent as EVALSHA, re-sent as EVAL on NOSCRIPT) or a plain command.
+struct Request {
+  const Script* script = nullptr;
+  std::vector<std::string> argv;  // script: numkeys, keys…, args…; plain: the whole command
+  // Send the script's body (EVAL) at once: for requests nobody may be there to re-send after a
+  // NOSCRIPT, such as the cleanup sent to a server that has not answered.
+  bool with_body = false;
+  // While someone waits for the answer. A NOSCRIPT is answered by re-sending the body only then:
+  // re-running an acquire that was given up on would run it after its own release.
+  std::weak_ptr<const void> interest;
+  bool tracked = false;  // interest was set
+
+  static Request eval(const Script& script, std::vector<std::string> keys, std::vector<std::string> args);
+  static Request command(std::vector<std::string> argv);
+};
+
+using ResultCallback = std::function<void(Result)>;
+using MessageCallback = std::function<void(std::size_t server, std::string_view message)>;
+
+class Network {
+ public:
+  virtual ~Network() = default;
+
+  virtual std::size_t size() const = 0;
+  virtual TimePoint now() const = 0;
+
+  // Sends REQUEST to server SERVER; DONE runs exactly once, from inside run_until(), with the reply
+  // or the failure, no later than the per-request deadline. Requests to one server are answered in
+  // the order they were sent.
+  virtual void send(std::size_t server, Request request, ResultCallback done) = 0;
+
+  // Runs the event loop until DONE() returns true or DEADLINE passes.
+  virtual void run_until(const std::function<bool()>& done, TimePoint deadline) = 0;
+
+  // Waits (up to DEADLINE) until every request sent so far on a connection that is up has left
+  // this process, so that a release is on its way even to servers that have not answered yet. A
+  // connection still being made (a server behind a partition, or one whose accept queue is full)
+  // has delivered nothing, so it holds nothing to undo: it is not waited for.
+  virtual void flush(TimePoint deadline) = 0;
+
+  // Subscribes to CHANNEL on every server (kept up, re-subscribed after a reconnect).
+  virtual void subscribe(const std::string& channel, MessageCallback on_message) = 0;
+  // How many servers have confirmed the subscription.
+  virtual std::size_t subscribed() const = 0;
+  // Closes the subscriptions (the wait is over).
+  virtual void unsubscribe() = 0;
+
+  // The server's URL as it may be printed (password as ***).
+  virtual std::string describe(std::size_t server) const = 0;
+  // What the server said it is (ROLE) when its connection was opened: "master", "replica", another
+  // role as Redis names it, or empty while unknown (not connected yet, or ROLE refused).
+  virtual std::string role(std::size_t /*server*/) const { return {}; }
+  // Whether some server's name is still being resolved: until it is, nobody can tell whether it
+  // is a second name of a server already configured.
+  virtual bool resolving() const = 0;
+};
+
+}  // namespace redlock

@@ -1,0 +1,101 @@
+#include "core/net/resp.hpp"
+
+#include <hiredis/hiredis.h>
+
+#include <charconv>
+#include <stdexcept>
+
+namespace redlock {
+
+namespace {
+
+struct ReplyFree {
+  void operator()(redisReply* r) const { freeReplyObject(r); }
+};
+using ReplyPtr = std::unique_ptr<redisReply, ReplyFree>;
+
+Reply convert(const redisReply& r) {
+  switch (r.type) {
+    case REDIS_REPLY_STRING:
+      return Reply::string(std::string(r.str, r.len));
+    case REDIS_REPLY_STATUS:
+      return Reply::status(std::string(r.str, r.len));
+    case REDIS_REPLY_ERROR:
+      return Reply::error(std::string(r.str, r.len));
+    case REDIS_REPLY_INTEGER:
+      return Reply::number(r.integer);
+    case REDIS_REPLY_ARRAY: {
+      std::vector<Reply> elements;
+      elements.reserve(r.elements);
+      for (std::size_t i = 0; i < r.elements; ++i) elements.push_back(convert(*r.element[i]));
+      return Reply::array(std::move(elements));
+    }
+    default:
+      return Reply::nil();
+  }
+}
+
+}  // namespace
+
+std::optional<std::int64_t> Reply::as_integer() const {
+  if (type == Type::Integer) return integer;
+  if (type != Type::String) return std::nullopt;
+  std::int64_t value = 0;
+  auto res = std::from_chars(str.data(), str.data() + str.size(), value);
+  if (str.empty() || res.ec != std::errc() || res.ptr != str.data() + str.size()) return std::nullopt;
+  return value;
+}
+
+void encode_command(const std::vector<std::string>& argv, std::string& out) {
+  // Small commands (all of ours) avoid a heap allocation for the pointer arrays.
+  constexpr std::size_t kInline = 16;
+  const char* ptr_inline[kInline];
+  std::size_t len_inline[kInline];
+  std::vector<const char*> ptr_heap;
+  std::vector<std::size_t> len_heap;
+  const char** ptrs = ptr_inline;
+  std::size_t* lens = len_inline;
+  if (argv.size() > kInline) {
+    ptr_heap.resize(argv.size());
+    len_heap.resize(argv.size());
+    ptrs = ptr_heap.data();
+    lens = len_heap.data();
+  }
+  for (std::size_t i = 0; i < argv.size(); ++i) {
+    ptrs[i] = argv[i].data();
+    lens[i] = argv[i].size();
+  }
+  char* cmd = nullptr;
+  int len = redisFormatCommandArgv(&cmd, static_cast<int>(argv.size()), ptrs, lens);
+  if (len < 0) throw std::bad_alloc();
+  out.append(cmd, static_cast<std::size_t>(len));
+  redisFreeCommand(cmd);
+}
+
+void ReplyReader::Free::operator()(redisReader* r) const {
+  redisReaderFree(r);
+}
+
+ReplyReader::ReplyReader() : reader_(redisReaderCreate()) {
+  if (!reader_) throw std::bad_alloc();
+  // Lock replies are tiny; keep hiredis from holding on to a large idle buffer.
+  reader_->maxbuf = 64 * 1024;
+}
+
+ReplyReader::~ReplyReader() = default;
+
+void ReplyReader::feed(const char* data, std::size_t len) {
+  if (redisReaderFeed(reader_.get(), data, len) != REDIS_OK) throw std::bad_alloc();
+}
+
+std::optional<Reply> ReplyReader::next() {
+  void* raw = nullptr;
+  if (redisReaderGetReply(reader_.get(), &raw) != REDIS_OK) {
+    throw std::runtime_error(reader_->errstr[0] ? reader_->errstr : "protocol error");
+  }
+  if (raw == nullptr) return std::nullopt;
+  ReplyPtr reply(static_cast<redisReply*>(raw));
+  return convert(*reply);
+}
+
+}  // namespace redlock

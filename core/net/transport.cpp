@@ -1,0 +1,727 @@
+#include "core/net/transport.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+
+#include "core/util/error.hpp"
+
+namespace redlock {
+
+namespace {
+
+// Replies to requests that timed out are still read (and dropped) so that later replies stay in
+// order. A connection with requests the server may still run is never replaced: a frozen server runs
+// what it has received when it wakes up, and a second connection could be served first, letting the
+// release of an earlier attempt delete the lock a later attempt took with the same token. Past this
+// many unanswered requests, new ones fail at once until the server catches up.
+constexpr std::size_t kMaxAbandoned = 32;
+// A subscription that broke is re-established no sooner than this.
+constexpr Duration kResubscribeDelay = std::chrono::seconds(1);
+// Subscriptions are not on anyone's critical path: a busy server gets at least this long to confirm
+// one, so that it does not flap (and its waiter fall back to polling) under load.
+constexpr Duration kMinSubscribeDeadline = std::chrono::seconds(1);
+
+bool starts_with(const std::string& s, std::string_view prefix) {
+  return s.compare(0, prefix.size(), prefix) == 0;
+}
+
+Failure classify_error_reply(const std::string& text) {
+  if (starts_with(text, "NOAUTH") || starts_with(text, "WRONGPASS") || starts_with(text, "NOPERM")) {
+    return Failure::Auth;
+  }
+  return Failure::Reply;
+}
+
+// How long this process has been ready to run but waiting for a CPU, from the kernel's schedstat
+// (zero where it does not say).
+Duration read_cpu_wait() {
+  int fd = open("/proc/self/schedstat", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Duration::zero();
+  char buf[96];
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  buf[n > 0 ? n : 0] = '\0';
+  char* end = nullptr;
+  std::strtoull(buf, &end, 10);  // time on a CPU; the run-queue wait follows
+  return std::chrono::nanoseconds(std::strtoull(end, nullptr, 10));
+}
+
+std::string ms_text(Duration d) {
+  return std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(d).count()) + "ms";
+}
+
+}  // namespace
+
+std::string_view failure_name(Failure f) {
+  switch (f) {
+    case Failure::None:
+      return "none";
+    case Failure::Timeout:
+      return "timeout";
+    case Failure::Connect:
+      return "connect";
+    case Failure::Tls:
+      return "tls";
+    case Failure::Auth:
+      return "auth";
+    case Failure::Io:
+      return "io";
+    case Failure::Closed:
+      return "closed";
+    case Failure::Protocol:
+      return "protocol";
+    case Failure::Reply:
+      return "reply";
+    case Failure::Duplicate:
+      return "duplicate";
+    case Failure::Replica:
+      return "replica";
+    case Failure::Config:
+      return "config";
+  }
+  return "unknown";
+}
+
+Request Request::eval(const Script& script, std::vector<std::string> keys, std::vector<std::string> args) {
+  Request r;
+  r.script = &script;
+  r.argv.reserve(1 + keys.size() + args.size());
+  r.argv.push_back(std::to_string(keys.size()));
+  for (auto& k : keys) r.argv.push_back(std::move(k));
+  for (auto& a : args) r.argv.push_back(std::move(a));
+  return r;
+}
+
+Request Request::command(std::vector<std::string> argv) {
+  Request r;
+  r.argv = std::move(argv);
+  return r;
+}
+
+// One connection to one server. Requests are pipelined; replies come back in order and are
+// matched to the front of the pending queue.
+class Transport::Connection {
+ public:
+  enum class Role { Commands, Subscriber };
+
+  Connection(Transport& owner, std::size_t index, Role role) : owner_(owner), index_(index), role_(role) {}
+
+  const std::string& run_id() const { return run_id_; }
+  const std::string& server_role() const { return server_role_; }
+  const std::string& peer() const { return peer_; }
+  bool duplicate() const { return duplicate_; }
+  // Connecting, with the name not yet resolved to an address.
+  bool resolving() const { return stream_ && !connected_ && stream_->peer().empty(); }
+  bool subscribed() const { return subscribed_; }
+
+  void send(Request request, ResultCallback done, TimePoint now) {
+    if (duplicate_) {
+      finish(done, Failure::Duplicate, duplicate_message_, Duration{});
+      return;
+    }
+    if (connected_ && abandoned() >= kMaxAbandoned) {
+      finish(done, Failure::Timeout,
+             "no answer to the last " + std::to_string(abandoned()) + " requests; none sent until it answers",
+             Duration{});
+      return;
+    }
+    if (!stream_) open(now);
+    Pending p;
+    p.kind = Pending::Kind::Request;
+    p.done = std::move(done);
+    p.sent = now;
+    p.deadline = now + owner_.options_.timeout;
+    p.cpu_wait = owner_.cpu_wait();
+    encode(request, request.with_body);
+    p.eval_sent = request.with_body;
+    p.request = std::move(request);
+    pending_.push_back(std::move(p));
+    drive(now);
+  }
+
+  void subscribe(const std::string& channel, MessageCallback on_message) {
+    channel_ = channel;
+    on_message_ = std::move(on_message);
+    next_open_ = TimePoint{};
+  }
+
+  // Opens a subscriber connection that is due; called on every turn of the loop.
+  void maintain(TimePoint now) {
+    if (role_ != Role::Subscriber || stream_ || channel_.empty() || now < next_open_) return;
+    open(now);
+    Pending p;
+    p.kind = Pending::Kind::Subscribe;
+    p.sent = now;
+    p.deadline = now + std::max(owner_.options_.timeout, kMinSubscribeDeadline);
+    encode_argv({"SUBSCRIBE", channel_});
+    pending_.push_back(std::move(p));
+    drive(now);
+  }
+
+  // The poll events this connection waits for, or 0 when it has nothing to do.
+  short events() const {
+    if (!stream_ || stream_->fd() < 0) return 0;
+    if (!connected_) return want_write_ ? POLLOUT : POLLIN;
+    // Always readable interest: an idle connection that the server closed is noticed at once.
+    short ev = POLLIN;
+    if (out_pos_ < out_.size() || want_write_) ev |= POLLOUT;
+    return ev;
+  }
+  int fd() const { return stream_ ? stream_->fd() : -1; }
+
+  // The earliest deadline of a request still waited for.
+  TimePoint next_deadline() const {
+    TimePoint t = kNever;
+    for (const auto& p : pending_) {
+      if (p.done || p.kind == Pending::Kind::Subscribe) t = std::min(t, p.deadline);
+    }
+    if (role_ == Role::Subscriber && !stream_ && !channel_.empty()) t = std::min(t, next_open_);
+    return t;
+  }
+
+  // Nothing reaches a server before its connection is made (and, for TLS, its handshake done).
+  bool flushed() const { return !stream_ || !connected_ || (out_pos_ == out_.size() && held_.empty()); }
+
+  void expire(TimePoint now) {
+    // A deadline measures the server, not our scheduling: on a loaded host the reply may have
+    // been waiting in the socket while we waited for a CPU. Before anything is given up on, what
+    // is readable is read (without blocking: a frozen server still costs --timeout, no more), and
+    // only a request still unanswered after a read that came after its deadline has timed out.
+    // Likewise the time we were ready to run but had no CPU is not the server's: a request's
+    // deadline moves on by that much before it counts as passed.
+    if (overdue(now)) {
+      drive(now);
+      const Duration waited = owner_.cpu_wait();
+      for (auto& p : pending_) {
+        if (!p.done || now < p.deadline) continue;
+        p.deadline += waited - p.cpu_wait;
+        p.cpu_wait = waited;
+      }
+    }
+    std::size_t abandoned = 0;
+    for (auto& p : pending_) {
+      if (p.kind == Pending::Kind::Subscribe && now >= p.deadline) {
+        fail(Failure::Timeout, "no subscription confirmed within " + ms_text(p.deadline - p.sent), now);
+        return;
+      }
+      if (p.done && now >= p.deadline) {
+        auto done = std::move(p.done);
+        p.done = nullptr;
+        std::string why = connected_ ? "no answer within " + ms_text(owner_.options_.timeout)
+                          : url().scheme == ServerUrl::Scheme::Tls
+                              ? "connect or TLS handshake timed out after " + ms_text(owner_.options_.timeout) +
+                                    " (is it a TLS port?)"
+                              : "connect timed out after " + ms_text(owner_.options_.timeout);
+        finish(done, Failure::Timeout, why, now - p.sent);
+      }
+      if (!p.done) ++abandoned;
+    }
+    // Before the connection is up nothing has reached the server, so starting over is safe.
+    if (!connected_ && abandoned > kMaxAbandoned) fail(Failure::Timeout, "too many unanswered requests", now);
+  }
+
+  // Whether a request (or a subscription) waited for has reached its deadline by NOW.
+  bool overdue(TimePoint now) const {
+    return std::any_of(pending_.begin(), pending_.end(), [now](const Pending& p) {
+      return (p.done || p.kind == Pending::Kind::Subscribe) && now >= p.deadline;
+    });
+  }
+
+  // Requests sent and given up on whose replies are still to come.
+  std::size_t abandoned() const {
+    return static_cast<std::size_t>(std::count_if(pending_.begin(), pending_.end(), [](const Pending& p) {
+      return !p.done && p.kind == Pending::Kind::Request;
+    }));
+  }
+
+  // Moves bytes: finishes connecting, writes what is queued, reads and dispatches replies.
+  void drive(TimePoint now) {
+    if (!stream_) return;
+    if (!connected_) {
+      auto st = stream_->connect();
+      // The endpoint is known before the connect finishes (and changes when the next address is
+      // tried): a second name of a configured server is caught even when that server never answers.
+      if (role_ == Role::Commands && stream_->peer() != peer_) {
+        peer_ = stream_->peer();
+        if (owner_.note_peer(index_)) return fail(Failure::Duplicate, duplicate_message_, now);
+      }
+      want_write_ = st == Stream::Status::WantWrite;
+      if (st == Stream::Status::WantRead || st == Stream::Status::WantWrite) return;
+      if (st != Stream::Status::Ok) {
+        // The TLS layer words its failures "TLS …"; anything else failed before the handshake.
+        auto failure = starts_with(stream_->error(), "TLS") ? Failure::Tls : Failure::Connect;
+        fail(failure, stream_->error(), now);
+        return;
+      }
+      connected_ = true;
+      want_write_ = false;
+    }
+    if (out_pos_ < out_.size()) {
+      std::size_t written = 0;
+      auto st = stream_->write(std::string_view(out_).substr(out_pos_), written);
+      out_pos_ += written;
+      if (out_pos_ == out_.size()) {
+        out_.clear();
+        out_pos_ = 0;
+      }
+      if (st == Stream::Status::Closed) return fail(Failure::Closed, "connection closed by the server", now);
+      if (st == Stream::Status::Failed) return fail(stream_failure(), stream_->error(), now);
+    }
+    in_.clear();
+    auto st = stream_->read(in_);
+    if (!in_.empty()) {
+      reader_->feed(in_.data(), in_.size());
+      // Latency is counted to when the reply was read: a warm connection can answer within the
+      // same call that sent the request.
+      if (!dispatch(Clock::now())) return;
+    }
+    want_write_ = st == Stream::Status::WantWrite;
+    if (st == Stream::Status::Closed) return fail(Failure::Closed, "connection closed by the server", now);
+    if (st == Stream::Status::Failed) return fail(stream_failure(), stream_->error(), now);
+  }
+
+  // The TLS layer words its failures "TLS …"; anything else is the socket's.
+  Failure stream_failure() const { return starts_with(stream_->error(), "TLS") ? Failure::Tls : Failure::Io; }
+
+  // Marks this connection as a second connection to a server already configured.
+  void set_duplicate(std::string message) {
+    duplicate_ = true;
+    duplicate_message_ = std::move(message);
+  }
+
+ private:
+  struct Pending {
+    enum class Kind { Prelude, Info, Role, Request, Subscribe };
+    Kind kind = Kind::Request;
+    std::string what;     // for prelude failures: "AUTH", "SELECT"
+    ResultCallback done;  // empty once abandoned
+    TimePoint sent;
+    TimePoint deadline;
+    Duration cpu_wait{};  // this process's wait for a CPU until then (read_cpu_wait)
+    Request request;
+    bool eval_sent = false;
+  };
+
+  const ServerUrl& url() const { return owner_.servers_[index_]; }
+
+  void open(TimePoint now) {
+    auto stream = open_plain_stream(url());
+    if (url().scheme == ServerUrl::Scheme::Tls) stream = owner_.tls_->wrap(std::move(stream), url());
+    stream_ = std::move(stream);
+    reader_ = std::make_unique<ReplyReader>();
+    connected_ = false;
+    want_write_ = false;
+    out_.clear();
+    out_pos_ = 0;
+    held_.clear();
+    selecting_ = false;
+
+    const auto& user = url().user ? url().user : owner_.options_.user;
+    const auto& password = url().password ? url().password : owner_.options_.password;
+    if (password) {
+      if (user) {
+        encode_argv({"AUTH", *user, *password});
+      } else {
+        encode_argv({"AUTH", *password});
+      }
+      push_prelude(Pending::Kind::Prelude, "AUTH", now);
+    }
+    if (role_ == Role::Subscriber) return;
+    if (url().db != 0) {
+      encode_argv({"SELECT", std::to_string(url().db)});
+      push_prelude(Pending::Kind::Prelude, "SELECT", now);
+      // After a SELECT that fails, the server runs what follows in database 0: a release --force
+      // would delete a lock there. Requests wait for its +OK (a round trip, once per connection).
+      selecting_ = true;
+    }
+    // The run_id tells two URLs of one server apart from two servers; asked once per connection,
+    // in the same round trip as the first request.
+    encode_argv({"INFO", "server"});
+    push_prelude(Pending::Kind::Info, "INFO", now);
+    // A replica never counts as a vote: its role comes in the same round trip too.
+    encode_argv({"ROLE"});
+    push_prelude(Pending::Kind::Role, "ROLE", now);
+  }
+
+  void push_prelude(Pending::Kind kind, std::string what, TimePoint now) {
+    Pending p;
+    p.kind = kind;
+    p.what = std::move(what);
+    p.sent = now;
+    p.deadline = now + owner_.options_.timeout;
+    pending_.push_back(std::move(p));
+  }
+
+  void encode_argv(const std::vector<std::string>& argv) { encode_command(argv, out_); }
+
+  void encode(const Request& request, bool full_script) {
+    std::string& to = selecting_ ? held_ : out_;
+    if (!request.script) {
+      encode_command(request.argv, to);
+      return;
+    }
+    std::vector<std::string> argv;
+    argv.reserve(request.argv.size() + 2);
+    argv.emplace_back(full_script ? "EVAL" : "EVALSHA");
+    argv.emplace_back(full_script ? request.script->body : request.script->sha1);
+    argv.insert(argv.end(), request.argv.begin(), request.argv.end());
+    encode_command(argv, to);
+  }
+
+  // Hands every complete reply to its request. Returns false when the connection failed.
+  bool dispatch(TimePoint now) {
+    for (;;) {
+      std::optional<Reply> reply;
+      try {
+        reply = reader_->next();
+      } catch (const std::exception& e) {
+        fail(Failure::Protocol, std::string("not a Redis server? ") + e.what(), now);
+        return false;
+      }
+      if (!reply) return true;
+      if (role_ == Role::Subscriber) {
+        if (!on_pubsub(*reply, now)) return false;
+        continue;
+      }
+      if (pending_.empty()) {
+        fail(Failure::Protocol, "not a Redis server? a reply nobody asked for", now);
+        return false;
+      }
+      Pending p = std::move(pending_.front());
+      pending_.pop_front();
+      switch (p.kind) {
+        case Pending::Kind::Prelude:
+          if (reply->is_error()) {
+            prelude_refused(p.what, reply->str, now);
+            return false;
+          }
+          if (p.what == "SELECT") {
+            selecting_ = false;
+            out_ += held_;
+            held_.clear();
+            drive_write_only(now);
+          }
+          break;
+        case Pending::Kind::Info:
+          if (!reply->is_error()) {
+            run_id_ = parse_run_id(reply->str);
+            if (!run_id_.empty()) owner_.note_run_id(index_);
+          }
+          break;
+        case Pending::Kind::Role:  // refused (an ACL): unknown, as before it was asked
+          if (reply->type == Reply::Type::Array && !reply->elements.empty()) {
+            server_role_ = reply->elements[0].str == "slave" ? "replica" : reply->elements[0].str;
+          }
+          break;
+        case Pending::Kind::Subscribe:
+          break;
+        case Pending::Kind::Request:
+          if (reply->is_error() && p.request.script && !p.eval_sent && starts_with(reply->str, "NOSCRIPT") && p.done &&
+              !(p.request.tracked && p.request.interest.expired())) {
+            // The server lost its script cache (restart, SCRIPT FLUSH): send the script itself.
+            encode(p.request, true);
+            p.eval_sent = true;
+            pending_.push_back(std::move(p));
+            drive_write_only(now);
+            break;
+          }
+          if (!p.done) break;
+          if (duplicate_) {
+            finish(p.done, Failure::Duplicate, duplicate_message_, now - p.sent);
+          } else if (reply->is_error()) {
+            finish(p.done, classify_error_reply(reply->str), reply->str, now - p.sent);
+          } else {
+            Result r;
+            r.reply = std::move(*reply);
+            r.latency = now - p.sent;
+            p.done(std::move(r));
+          }
+          break;
+      }
+      if (!stream_) return false;  // a callback failed us
+    }
+  }
+
+  // AUTH refused, or SELECT: by the ACL (NOPERM) an authentication failure, else a database this
+  // server cannot give (out of range, cluster mode), which no retry mends: a configuration error.
+  void prelude_refused(const std::string& what, const std::string& reply, TimePoint now) {
+    if (what == "AUTH" || classify_error_reply(reply) == Failure::Auth) {
+      fail(Failure::Auth, what + " refused: " + reply, now);
+    } else if (what == "SELECT") {
+      fail(Failure::Config,
+           url().redacted() + ": the server has no database " + std::to_string(url().db) + " (SELECT: " + reply + ")",
+           now);
+    } else {
+      fail(Failure::Reply, what + " refused: " + reply, now);
+    }
+  }
+
+  void drive_write_only(TimePoint now) {
+    if (!connected_ || out_pos_ == out_.size()) return;
+    std::size_t written = 0;
+    auto st = stream_->write(std::string_view(out_).substr(out_pos_), written);
+    out_pos_ += written;
+    if (st == Stream::Status::Failed) fail(stream_failure(), stream_->error(), now);
+  }
+
+  bool on_pubsub(const Reply& reply, TimePoint now) {
+    if (reply.is_error()) {
+      fail(classify_error_reply(reply.str), "SUBSCRIBE refused: " + reply.str, now);
+      return false;
+    }
+    if (!pending_.empty() && pending_.front().kind == Pending::Kind::Prelude) {
+      pending_.pop_front();  // AUTH's +OK
+      return true;
+    }
+    if (reply.type != Reply::Type::Array || reply.elements.size() < 3) return true;
+    const std::string& kind = reply.elements[0].str;
+    if (kind == "subscribe") {
+      if (!pending_.empty()) pending_.pop_front();
+      subscribed_ = true;
+      if (on_message_) on_message_(index_, "subscribed");
+    } else if (kind == "message" && on_message_) {
+      on_message_(index_, reply.elements[2].str);
+    }
+    return true;
+  }
+
+  static std::string parse_run_id(const std::string& info) {
+    auto pos = info.find("run_id:");
+    if (pos == std::string::npos) return {};
+    pos += 7;
+    auto end = info.find_first_of("\r\n", pos);
+    return info.substr(pos, end == std::string::npos ? std::string::npos : end - pos);
+  }
+
+  static void finish(const ResultCallback& done, Failure failure, std::string error, Duration latency) {
+    if (!done) return;
+    Result r;
+    r.failure = failure;
+    r.error = std::move(error);
+    r.latency = latency;
+    done(std::move(r));
+  }
+
+  // Drops the connection: every request still waited for fails with FAILURE; the next send opens
+  // a new connection (a subscription is re-established a little later).
+  void fail(Failure failure, std::string error, TimePoint now) {  // by value: it may live in stream_
+    auto pending = std::move(pending_);
+    pending_.clear();
+    stream_.reset();
+    reader_.reset();
+    out_.clear();
+    out_pos_ = 0;
+    connected_ = false;
+    if (role_ == Role::Subscriber) {
+      if (subscribed_ && on_message_) on_message_(index_, "unsubscribed");
+      subscribed_ = false;
+      next_open_ = now + kResubscribeDelay;
+    }
+    for (auto& p : pending) {
+      if (p.kind == Pending::Kind::Request) finish(p.done, failure, error, now - p.sent);
+    }
+  }
+
+  Transport& owner_;
+  std::size_t index_;
+  Role role_;
+  std::unique_ptr<Stream> stream_;
+  std::unique_ptr<ReplyReader> reader_;
+  bool connected_ = false;
+  bool want_write_ = false;
+  std::string out_;
+  std::size_t out_pos_ = 0;
+  // Requests encoded while a SELECT is unanswered, sent after its +OK.
+  std::string held_;
+  bool selecting_ = false;
+  std::string in_;
+  std::deque<Pending> pending_;
+  std::string run_id_;
+  std::string peer_;  // the endpoint of the last connection (or the one being connected to)
+  bool duplicate_ = false;
+  std::string duplicate_message_;
+  std::string server_role_;  // what ROLE said; empty while unknown
+  // Subscriber role only.
+  std::string channel_;
+  MessageCallback on_message_;
+  bool subscribed_ = false;
+  TimePoint next_open_ = kNever;
+};
+
+Transport::Transport(std::vector<ServerUrl> servers, TransportOptions options)
+    : servers_(std::move(servers)), options_(std::move(options)) {
+  bool any_tls = std::any_of(servers_.begin(), servers_.end(),
+                             [](const ServerUrl& u) { return u.scheme == ServerUrl::Scheme::Tls; });
+  if (any_tls) tls_ = std::make_unique<TlsContext>(options_.tls);
+  for (std::size_t i = 0; i < servers_.size(); ++i) {
+    commands_.push_back(std::make_unique<Connection>(*this, i, Connection::Role::Commands));
+  }
+}
+
+Transport::~Transport() = default;
+
+Duration Transport::cpu_wait() {
+  if (!cpu_wait_) cpu_wait_ = read_cpu_wait();
+  return *cpu_wait_;
+}
+
+std::size_t Transport::size() const {
+  return servers_.size();
+}
+
+TimePoint Transport::now() const {
+  return Clock::now();
+}
+
+void Transport::send(std::size_t server, Request request, ResultCallback done) {
+  commands_.at(server)->send(std::move(request), std::move(done), Clock::now());
+}
+
+void Transport::run_until(const std::function<bool()>& done, TimePoint deadline) {
+  std::vector<pollfd> fds;
+  std::vector<Connection*> owners;
+  for (;;) {
+    cpu_wait_.reset();  // read afresh once per turn, when a deadline needs it
+    TimePoint now = Clock::now();
+    TimePoint wake = deadline;
+    for (auto* group : {&commands_, &subscribers_}) {
+      for (auto& c : *group) {
+        c->expire(now);
+        c->maintain(now);
+        wake = std::min(wake, c->next_deadline());
+      }
+    }
+    if (done() || now >= deadline) {
+      cpu_wait_.reset();
+      return;
+    }
+
+    fds.clear();
+    owners.clear();
+    for (auto* group : {&commands_, &subscribers_}) {
+      for (auto& c : *group) {
+        short ev = c->events();
+        if (ev == 0) continue;
+        fds.push_back(pollfd{c->fd(), ev, 0});
+        owners.push_back(c.get());
+      }
+    }
+    for (const auto& w : watched_) fds.push_back(pollfd{w.fd, POLLIN, 0});
+
+    auto wait = std::max(Duration::zero(), wake - now);
+    auto secs = std::chrono::duration_cast<std::chrono::seconds>(wait);
+    timespec ts{static_cast<time_t>(secs.count()),
+                static_cast<long>(std::chrono::duration_cast<std::chrono::nanoseconds>(wait - secs).count())};
+    int rc = ppoll(fds.data(), fds.size(), &ts, wait_mask_ ? &*wait_mask_ : nullptr);
+    if (rc < 0) {
+      if (errno == EINTR) continue;
+      throw Error(ErrorKind::Internal, std::string("ppoll: ") + std::strerror(errno));
+    }
+    now = Clock::now();
+    for (std::size_t i = 0; i < owners.size(); ++i) {
+      if (fds[i].revents != 0) owners[i]->drive(now);
+    }
+    // Watched callbacks may unwatch: copy the ready ones first.
+    std::vector<std::function<void()>> ready;
+    for (std::size_t i = owners.size(); i < fds.size(); ++i) {
+      if (fds[i].revents == 0) continue;
+      for (const auto& w : watched_) {
+        if (w.fd == fds[i].fd) ready.push_back(w.on_readable);
+      }
+    }
+    for (auto& cb : ready) cb();
+  }
+}
+
+void Transport::flush(TimePoint deadline) {
+  run_until(
+      [this] { return std::all_of(commands_.begin(), commands_.end(), [](const auto& c) { return c->flushed(); }); },
+      deadline);
+}
+
+void Transport::subscribe(const std::string& channel, MessageCallback on_message) {
+  if (subscribers_.empty()) {
+    for (std::size_t i = 0; i < servers_.size(); ++i) {
+      subscribers_.push_back(std::make_unique<Connection>(*this, i, Connection::Role::Subscriber));
+    }
+  }
+  for (auto& s : subscribers_) s->subscribe(channel, on_message);
+  TimePoint now = Clock::now();
+  for (auto& s : subscribers_) s->maintain(now);
+}
+
+std::size_t Transport::subscribed() const {
+  return static_cast<std::size_t>(
+      std::count_if(subscribers_.begin(), subscribers_.end(), [](const auto& s) { return s->subscribed(); }));
+}
+
+void Transport::unsubscribe() {
+  subscribers_.clear();
+}
+
+std::string Transport::describe(std::size_t server) const {
+  return servers_.at(server).redacted();
+}
+
+void Transport::watch(int fd, std::function<void()> on_readable) {
+  watched_.push_back({fd, std::move(on_readable)});
+}
+
+void Transport::unwatch(int fd) {
+  watched_.erase(std::remove_if(watched_.begin(), watched_.end(), [fd](const Watched& w) { return w.fd == fd; }),
+                 watched_.end());
+}
+
+void Transport::set_wait_sigmask(const sigset_t* mask) {
+  if (mask) {
+    wait_mask_ = *mask;
+  } else {
+    wait_mask_.reset();
+  }
+}
+
+bool Transport::resolving() const {
+  return std::any_of(commands_.begin(), commands_.end(), [](const auto& c) { return c->resolving(); });
+}
+
+std::string Transport::role(std::size_t server) const {
+  return commands_.at(server)->server_role();
+}
+
+const std::string& Transport::run_id(std::size_t server) const {
+  return commands_.at(server)->run_id();
+}
+
+bool Transport::note_peer(std::size_t server) {
+  // Two names that reach one endpoint (localhost and 127.0.0.1) are one server, known as soon as
+  // both are connected, long before either answers; the run_id check covers the rest.
+  const std::string& peer = commands_[server]->peer();
+  if (peer.empty()) return false;
+  for (std::size_t j = 0; j < commands_.size(); ++j) {
+    if (j == server || commands_[j]->duplicate() || commands_[j]->peer() != peer) continue;
+    commands_[server]->set_duplicate(servers_[server].redacted() + " is the same Redis server as " +
+                                     servers_[j].redacted() + " (both reach " + peer +
+                                     "): it would count one vote twice");
+    return true;
+  }
+  return false;
+}
+
+void Transport::note_run_id(std::size_t server) {
+  const std::string& id = commands_[server]->run_id();
+  for (std::size_t j = 0; j < commands_.size(); ++j) {
+    if (j == server || commands_[j]->run_id() != id) continue;
+    commands_[server]->set_duplicate(servers_[server].redacted() + " is the same Redis server as " +
+                                     servers_[j].redacted() + " (run_id " + id + "): it would count one vote twice");
+    return;
+  }
+}
+
+}  // namespace redlock

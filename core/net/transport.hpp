@@ -1,0 +1,81 @@
+// The real network: one non-blocking connection per server (plus one per server for wake-up
+// subscriptions), all driven by a single ppoll() loop. Each request carries its own deadline
+// (--timeout, connect included), so a dead or frozen server costs at most that and never holds up
+// the answers of the others.
+#pragma once
+
+#include <signal.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/net/network.hpp"
+#include "core/net/server_url.hpp"
+#include "core/net/tls.hpp"
+
+namespace redlock {
+
+struct TransportOptions {
+  Duration timeout = std::chrono::milliseconds(100);
+  std::optional<std::string> user;      // for servers whose URL names none
+  std::optional<std::string> password;  // likewise
+  TlsOptions tls;
+};
+
+class Transport final : public Network {
+ public:
+  // Throws a configuration error when a rediss:// server is listed and TLS cannot be set up.
+  Transport(std::vector<ServerUrl> servers, TransportOptions options);
+  ~Transport() override;
+  Transport(const Transport&) = delete;
+  Transport& operator=(const Transport&) = delete;
+
+  std::size_t size() const override;
+  TimePoint now() const override;
+  void send(std::size_t server, Request request, ResultCallback done) override;
+  void run_until(const std::function<bool()>& done, TimePoint deadline) override;
+  void flush(TimePoint deadline) override;
+  void subscribe(const std::string& channel, MessageCallback on_message) override;
+  std::size_t subscribed() const override;
+  void unsubscribe() override;
+  std::string describe(std::size_t server) const override;
+  std::string role(std::size_t server) const override;
+  bool resolving() const override;
+
+  // Watches FD for the front end (a signal self-pipe, a child's pidfd): ON_READABLE runs inside
+  // run_until() whenever FD is readable.
+  void watch(int fd, std::function<void()> on_readable);
+  void unwatch(int fd);
+  // The signal mask in force while waiting in ppoll() (signals blocked elsewhere are delivered only
+  // there); nullptr leaves the mask alone.
+  void set_wait_sigmask(const sigset_t* mask);
+
+  // The server's run_id once its connection answered INFO (empty before).
+  const std::string& run_id(std::size_t server) const;
+
+  class Connection;  // internal
+
+ private:
+  // Marks SERVER as a duplicate when another configured server reached the same endpoint; true if so.
+  bool note_peer(std::size_t server);
+  void note_run_id(std::size_t server);
+  // This process's time waiting for a CPU (schedstat), read at most once per turn of the loop.
+  Duration cpu_wait();
+
+  std::vector<ServerUrl> servers_;
+  TransportOptions options_;
+  std::unique_ptr<TlsContext> tls_;
+  std::vector<std::unique_ptr<Connection>> commands_;
+  std::vector<std::unique_ptr<Connection>> subscribers_;
+  struct Watched {
+    int fd;
+    std::function<void()> on_readable;
+  };
+  std::vector<Watched> watched_;
+  std::optional<sigset_t> wait_mask_;
+  std::optional<Duration> cpu_wait_;
+};
+
+}  // namespace redlock

@@ -1,0 +1,40 @@
+#include <doctest/doctest.h>
+
+#include "core/lock/keys.hpp"
+
+using redlock::derive_keys;
+using redlock::is_helper_key;
+using redlock::LockKeys;
+
+TEST_CASE("helper keys share the lock's hash tag and never change the lock key") {
+  auto k = derive_keys("deploy");
+  CHECK(k.lock == "deploy");
+  CHECK(k.fence == "{deploy}:redlock:fence");
+  CHECK(k.owner == "{deploy}:redlock:owner");
+  CHECK(k.channel == "{deploy}:redlock:wake");
+
+  auto tagged = derive_keys("jobs:{eu}:nightly");
+  CHECK(tagged.lock == "jobs:{eu}:nightly");
+  CHECK(tagged.fence == "jobs:{eu}:nightly:redlock:fence");
+
+  // "{}" is not a tag: the whole key is hashed, so it gets braced like any other.
+  CHECK(derive_keys("a{}b").fence == "{a{}b}:redlock:fence");
+}
+
+TEST_CASE("helper keys of different locks differ") {
+  CHECK(derive_keys("a").fence != derive_keys("b").fence);
+  CHECK(derive_keys("a").channel != derive_keys("a").fence);
+}
+
+TEST_CASE("a key that ends as a helper key does is recognised") {
+  for (const auto& name : {"job", "deploy"}) {
+    LockKeys k = derive_keys(name);
+    CHECK(is_helper_key(k.fence));
+    CHECK(is_helper_key(k.owner));
+    CHECK(is_helper_key(k.channel));
+    CHECK_FALSE(is_helper_key(k.lock));
+  }
+  CHECK_FALSE(is_helper_key("redlock:owner"));
+  CHECK_FALSE(is_helper_key("a:redlock:owners"));
+  CHECK(is_helper_key("x:redlock:wake"));
+}

@@ -1,0 +1,56 @@
+#include <doctest/doctest.h>
+
+#include "core/net/resp.hpp"
+
+using namespace redlock;
+
+TEST_CASE("commands are encoded binary-safe") {
+  std::string out;
+  std::string binary("a\0b\r\n", 5);
+  encode_command({"SET", binary, "x y"}, out);
+  CHECK(out == std::string("*3\r\n$3\r\nSET\r\n$5\r\na\0b\r\n\r\n$3\r\nx y\r\n", 33));
+}
+
+TEST_CASE("long argument lists are encoded too") {
+  std::vector<std::string> argv(40, "k");
+  std::string out;
+  encode_command(argv, out);
+  CHECK(out.rfind("*40\r\n", 0) == 0);
+}
+
+TEST_CASE("replies parse incrementally, nested and typed") {
+  ReplyReader r;
+  std::string wire = "*4\r\n:1\r\n:17\r\n:-1\r\n+string\r\n$-1\r\n-ERR boom\r\n";
+  r.feed(wire.data(), 7);  // a partial reply yields nothing yet
+  CHECK_FALSE(r.next());
+  r.feed(wire.data() + 7, wire.size() - 7);
+  auto a = r.next();
+  REQUIRE(a);
+  REQUIRE(a->type == Reply::Type::Array);
+  REQUIRE(a->elements.size() == 4);
+  CHECK(a->elements[1].as_integer() == 17);
+  CHECK(a->elements[2].as_integer() == -1);
+  CHECK(a->elements[3].str == "string");
+  auto nil = r.next();
+  REQUIRE(nil);
+  CHECK(nil->type == Reply::Type::Nil);
+  auto err = r.next();
+  REQUIRE(err);
+  CHECK(err->is_error());
+  CHECK(err->str == "ERR boom");
+  CHECK_FALSE(r.next());
+}
+
+TEST_CASE("a stream that is not RESP is a protocol error") {
+  ReplyReader r;
+  std::string junk = "HTTP/1.1 400 Bad Request\r\n";
+  r.feed(junk.data(), junk.size());
+  CHECK_THROWS(r.next());
+}
+
+TEST_CASE("integers inside strings") {
+  CHECK(Reply::string("42").as_integer() == 42);
+  CHECK_FALSE(Reply::string("4x").as_integer());
+  CHECK_FALSE(Reply::string("").as_integer());
+  CHECK_FALSE(Reply::nil().as_integer());
+}

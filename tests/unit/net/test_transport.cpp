@@ -1,0 +1,299 @@
+// Transport against real sockets on loopback that misbehave on purpose: nothing listening, a
+// listener that never answers, one that answers garbage. (Real Redis is in the integration tests.)
+#include <arpa/inet.h>
+#include <doctest/doctest.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <csignal>
+#include <thread>
+
+#include "core/lock/round.hpp"
+#include "core/lock/scripts.hpp"
+#include "core/net/transport.hpp"
+#include "core/util/fd.hpp"
+#include "loopback.hpp"
+
+using namespace redlock;
+using namespace std::chrono_literals;
+using redlock::test::Listener;
+
+namespace {
+
+int free_port() {
+  Listener l;
+  return l.port;  // closed again when l goes: nothing listens there
+}
+
+Result one_request(Transport& t, std::size_t server = 0) {
+  std::optional<Result> out;
+  t.send(server, Request::command({"PING"}), [&](Result r) { out = std::move(r); });
+  t.run_until([&] { return out.has_value(); }, Clock::now() + 5s);
+  REQUIRE(out);
+  return *out;
+}
+
+TransportOptions fast() {
+  TransportOptions o;
+  o.timeout = 100ms;
+  return o;
+}
+
+volatile sig_atomic_t g_alarms = 0;
+void on_alarm(int) {
+  g_alarms = g_alarms + 1;
+}
+
+}  // namespace
+
+TEST_CASE("nothing listening: a connect failure at once") {
+  Transport t({parse_server_url("127.0.0.1:" + std::to_string(free_port()))}, fast());
+  auto start = Clock::now();
+  Result r = one_request(t);
+  CHECK(r.failure == Failure::Connect);
+  CHECK(r.error.find("refused") != std::string::npos);
+  CHECK(Clock::now() - start < 50ms);
+}
+
+TEST_CASE("a server that never answers costs the timeout, no more") {
+  Listener silent;
+  Transport t({silent.url()}, fast());
+  auto start = Clock::now();
+  Result r = one_request(t);
+  auto took = Clock::now() - start;
+  CHECK(r.failure == Failure::Timeout);
+  CHECK(took >= 100ms);
+  CHECK(took < 150ms);
+}
+
+TEST_CASE("two names of one endpoint: the second is a duplicate once its address is known, before any answer") {
+  Listener silent;  // never answers, so no run_id could tell
+  const std::string port = std::to_string(silent.port);
+  Transport t({parse_server_url("127.0.0.1:" + port), parse_server_url("localhost:" + port)}, fast());
+  std::optional<Result> first, second;
+  t.send(0, Request::command({"PING"}), [&](Result r) { first = std::move(r); });
+  t.send(1, Request::command({"PING"}), [&](Result r) { second = std::move(r); });
+  auto start = Clock::now();
+  t.run_until([&] { return second.has_value(); }, start + 5s);
+  REQUIRE(second);
+  CHECK(second->failure == Failure::Duplicate);
+  CHECK(second->error.find("both reach 127.0.0.1:" + port) != std::string::npos);
+  CHECK(Clock::now() - start < 100ms);
+  CHECK(!first);  // the first is still waited for
+}
+
+TEST_CASE("a reply that came in time is taken, however late the loop gets to read it (a loaded host)") {
+  Listener server;
+  TransportOptions o;
+  o.timeout = 50ms;
+  Transport t({server.url()}, o);
+  std::optional<Result> first;
+  t.send(0, Request::command({"PING"}), [&](Result x) { first = std::move(x); });
+  Fd conn(accept(server.fd.get(), nullptr, nullptr));
+  REQUIRE(conn);
+  // INFO server and ROLE, which every connection starts with, then the PING.
+  const std::string prelude = "+INFO\r\n*3\r\n$6\r\nmaster\r\n:0\r\n*0\r\n+PONG\r\n";
+  REQUIRE(write(conn.get(), prelude.data(), prelude.size()) == static_cast<ssize_t>(prelude.size()));
+  t.run_until([&] { return first.has_value(); }, Clock::now() + 2s);
+  REQUIRE((first && first->ok()));
+
+  // The server answers at once; the client gets no CPU until well past the deadline.
+  std::optional<Result> second;
+  t.send(0, Request::command({"PING"}), [&](Result x) { second = std::move(x); });
+  REQUIRE(write(conn.get(), "+PONG\r\n", 7) == 7);
+  std::this_thread::sleep_for(80ms);
+  t.run_until([&] { return second.has_value(); }, Clock::now() + 2s);
+  REQUIRE(second);
+  CHECK(second->ok());
+  CHECK(second->failure == Failure::None);
+}
+
+TEST_CASE("a connection the server still owes answers is never replaced: its requests run in order") {
+  Listener frozen;  // accepts nothing yet: a stopped server, whose kernel still takes the bytes
+  TransportOptions o;
+  o.timeout = 20ms;
+  Transport t({frozen.url()}, o);
+  std::vector<std::optional<Result>> results(40);
+  for (auto& r : results) t.send(0, Request::command({"PING"}), [&r](Result x) { r = std::move(x); });
+  t.run_until([&] { return std::all_of(results.begin(), results.end(), [](auto& r) { return r.has_value(); }); },
+              Clock::now() + 5s);
+  for (auto& r : results) REQUIRE((r && r->failure == Failure::Timeout));
+
+  // A second connection could be served first when the server wakes up: none is opened, and what
+  // is asked meanwhile fails at once.
+  auto start = Clock::now();
+  Result refused = one_request(t);
+  CHECK(refused.failure == Failure::Timeout);
+  CHECK(refused.error.find("none sent until it answers") != std::string::npos);
+  CHECK(Clock::now() - start < 20ms);
+  int flags = fcntl(frozen.fd.get(), F_GETFL);
+  fcntl(frozen.fd.get(), F_SETFL, flags | O_NONBLOCK);
+  Fd conn(accept(frozen.fd.get(), nullptr, nullptr));
+  REQUIRE(conn);
+  CHECK(accept(frozen.fd.get(), nullptr, nullptr) < 0);  // one connection, not two
+
+  // The server wakes up and answers all 42 (INFO, ROLE, then the PINGs): the same connection goes on.
+  std::string answers;
+  for (int i = 0; i < 42; ++i) answers += "+PONG\r\n";
+  REQUIRE(write(conn.get(), answers.data(), answers.size()) == static_cast<ssize_t>(answers.size()));
+  t.run_until([] { return false; }, Clock::now() + 50ms);
+  std::optional<Result> later;
+  t.send(0, Request::command({"PING"}), [&](Result x) { later = std::move(x); });
+  REQUIRE(write(conn.get(), "+PONG\r\n", 7) == 7);
+  t.run_until([&] { return later.has_value(); }, Clock::now() + 2s);
+  REQUIRE(later);
+  CHECK(later->ok());
+  CHECK(accept(frozen.fd.get(), nullptr, nullptr) < 0);
+}
+
+TEST_CASE("a server that answers garbage is a protocol failure, not a crash") {
+  Listener garbage;
+  std::thread server([&] {
+    int c = accept(garbage.fd.get(), nullptr, nullptr);
+    const char junk[] = "HTTP/1.1 400 Bad Request\r\n\r\n";
+    [[maybe_unused]] auto n = write(c, junk, sizeof junk - 1);
+    std::this_thread::sleep_for(200ms);
+    close(c);
+  });
+  Transport t({garbage.url()}, fast());
+  Result r = one_request(t);
+  server.join();
+  CHECK(r.failure == Failure::Protocol);
+  CHECK(r.error.find("not a Redis server") != std::string::npos);
+}
+
+TEST_CASE("ROLE goes in the first round trip with INFO and the request: a replica is known by its answer") {
+  Listener replica;
+  std::string received;
+  std::thread server([&] {
+    Fd c(accept(replica.fd.get(), nullptr, nullptr));
+    char buf[4096];
+    // Nothing is answered before the request itself has arrived: no extra round trip.
+    while (received.find("PING") == std::string::npos) {
+      ssize_t n = read(c.get(), buf, sizeof buf);
+      if (n <= 0) return;
+      received.append(buf, static_cast<std::size_t>(n));
+    }
+    const std::string answers =
+        "$22\r\n# Server\r\nrun_id:abc\r\n\r\n"
+        "*5\r\n$5\r\nslave\r\n$9\r\n127.0.0.1\r\n:6379\r\n$9\r\nconnected\r\n:42\r\n"
+        "+PONG\r\n";
+    [[maybe_unused]] auto n = write(c.get(), answers.data(), answers.size());
+    std::this_thread::sleep_for(100ms);
+  });
+  Transport t({replica.url()}, fast());
+  CHECK(t.role(0).empty());
+  Result r = one_request(t);
+  server.join();
+  CHECK(r.ok());
+  CHECK(t.role(0) == "replica");
+  CHECK(t.run_id(0) == "abc");
+  CHECK(received.find("INFO") < received.find("ROLE"));
+  CHECK(received.find("ROLE") < received.find("PING"));
+}
+
+TEST_CASE("a server that hangs up is a closed connection") {
+  Listener rude;
+  std::thread server([&] {
+    int c = accept(rude.fd.get(), nullptr, nullptr);
+    close(c);
+  });
+  Transport t({rude.url()}, fast());
+  Result r = one_request(t);
+  server.join();
+  CHECK((r.failure == Failure::Closed || r.failure == Failure::Io));
+}
+
+TEST_CASE("signals during the wait do not cut it short or break it (EINTR)") {
+  Listener silent;
+  struct sigaction sa {};
+  sa.sa_handler = on_alarm;
+  sigaction(SIGALRM, &sa, nullptr);
+  itimerval every_10ms{{0, 10000}, {0, 10000}};
+  setitimer(ITIMER_REAL, &every_10ms, nullptr);
+  g_alarms = 0;
+  Transport t({silent.url()}, fast());
+  auto start = Clock::now();
+  Result r = one_request(t);
+  auto took = Clock::now() - start;
+  itimerval off{};
+  setitimer(ITIMER_REAL, &off, nullptr);
+  signal(SIGALRM, SIG_DFL);
+  CHECK(g_alarms >= 5);
+  CHECK(r.failure == Failure::Timeout);
+  CHECK(took >= 100ms);
+  CHECK(took < 150ms);
+}
+
+TEST_CASE("one frozen server does not hold up the answers of the others") {
+  Listener silent;
+  Listener garbage;
+  std::thread server([&] {
+    int c = accept(garbage.fd.get(), nullptr, nullptr);
+    [[maybe_unused]] auto n = write(c, "x", 1);
+    std::this_thread::sleep_for(300ms);
+    close(c);
+  });
+  Transport t({silent.url(), garbage.url()}, fast());
+  Round round(t, [](std::size_t) { return Request::command({"PING"}); });
+  auto start = Clock::now();
+  t.run_until([&] { return round.results()[1].has_value(); }, Clock::now() + 5s);
+  CHECK(Clock::now() - start < 50ms);
+  CHECK_FALSE(round.results()[0].has_value());
+  server.join();
+}
+
+TEST_CASE("flush waits for what is queued on a connection that is up, not for one still being made") {
+  Listener silent;  // accepts nothing, but its queue has room: the kernel completes the connect
+  test::BlackHole hole;
+  TransportOptions o;
+  o.timeout = 2s;
+  Transport t({silent.url(), hole.url()}, o);
+  t.send(0, Request::command({"PING"}), [](Result) {});
+  t.send(1, Request::command({"PING"}), [](Result) {});
+  auto start = Clock::now();
+  t.flush(Clock::now() + 2s);
+  CHECK(Clock::now() - start < 500ms);
+  // What flush waited for has arrived: the request sits in the silent server's socket.
+  Fd conn(accept(silent.fd.get(), nullptr, nullptr));
+  REQUIRE(conn);
+  char buf[512];
+  timeval tv{1, 0};
+  setsockopt(conn.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  auto n = read(conn.get(), buf, sizeof buf);
+  REQUIRE(n > 0);
+  CHECK(std::string(buf, static_cast<std::size_t>(n)).find("PING") != std::string::npos);
+}
+
+TEST_CASE("a name that does not resolve is that server's failure") {
+  Transport t({parse_server_url("redis://no-such-host.invalid:6379")}, fast());
+  Result r = one_request(t);
+  CHECK((r.failure == Failure::Connect || r.failure == Failure::Timeout));
+}
+
+TEST_CASE("watched descriptors run inside the loop") {
+  int fds[2];
+  REQUIRE(pipe(fds) == 0);
+  Transport t({parse_server_url("127.0.0.1:1")}, fast());
+  bool ran = false;
+  t.watch(fds[0], [&] {
+    char c;
+    [[maybe_unused]] auto n = read(fds[0], &c, 1);
+    ran = true;
+  });
+  std::thread writer([&] {
+    std::this_thread::sleep_for(20ms);
+    [[maybe_unused]] auto n = write(fds[1], "x", 1);
+  });
+  t.run_until([&] { return ran; }, Clock::now() + 2s);
+  writer.join();
+  CHECK(ran);
+  t.unwatch(fds[0]);
+  close(fds[0]);
+  close(fds[1]);
+}
