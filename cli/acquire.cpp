@@ -17,6 +17,7 @@
 #include "core/util/error.hpp"
 #include "enclosing.hpp"
 #include "exit_codes.hpp"
+#include "option_table.hpp"
 #include "signals.hpp"
 #include "supervisor.hpp"
 
@@ -29,34 +30,79 @@ void write_token_file(const std::string& path, const std::string& token) {
   }
 }
 
+namespace {
+
+using A = AcquireOptions;
+
+CLI::Validator drift_range() {
+  return CLI::Range(0.0, 0.5);
+}
+
+const OptionRow<A> kAcquireOptions[] = {
+    {.flags = "--ttl",
+     .env = "REDLOCK_TTL",
+     .takes_value = true,
+     .type_name = "DUR",
+     .help = "lock expiry",
+     .target = &A::ttl,
+     .show_default = true},
+    {.flags = "-n,--nonblock",
+     .env = "REDLOCK_NONBLOCK",
+     .takes_value = false,
+     .help = "one attempt, no waiting",
+     .target = &A::nonblock},
+    {.flags = "-w,--wait",
+     .env = "REDLOCK_WAIT",
+     .takes_value = true,
+     .type_name = "DUR",
+     .help = "wait at most DUR (default: for ever)",
+     .target = &A::wait},
+    {.flags = "-E,--conflict-exit-code",
+     .env = "REDLOCK_CONFLICT_EXIT_CODE",
+     .takes_value = true,
+     .type_name = "N",
+     .help = "exit status when busy or timed out",
+     .target = &A::conflict_exit_code,
+     .show_default = true,
+     .check = exit_status_range},
+    {.flags = "--token",
+     .takes_value = true,
+     .help = "use this token (re-acquire when already held with it); else REDLOCK_TOKEN",
+     .target = &A::token},
+    {.flags = "--token-file",
+     .env = "REDLOCK_TOKEN_FILE",
+     .takes_value = true,
+     .type_name = "FILE",
+     .help = "also write the token to FILE, mode 0600",
+     .target = &A::token_file},
+    {.flags = "--retry-delay",
+     .env = "REDLOCK_RETRY_DELAY",
+     .takes_value = true,
+     .type_name = "DUR",
+     .help = "base delay between attempts while polling (jittered)",
+     .target = &A::retry_delay,
+     .show_default = true},
+    {.flags = "--drift",
+     .env = "REDLOCK_DRIFT",
+     .takes_value = true,
+     .type_name = "FACTOR",
+     .help = "clock drift factor",
+     .target = &A::drift,
+     .show_default = true,
+     .check = drift_range},
+    {.flags = "--owner",
+     .env = "REDLOCK_OWNER",
+     .takes_value = true,
+     .type_name = "STR",
+     .help = "who holds it, shown by status (default user@host:pid)",
+     .target = &A::owner},
+};
+
+}  // namespace
+
 void add_acquire_options(CLI::App& sub, AcquireOptions& o) {
   sub.add_option("NAME", o.name, "the lock's name")->required();
-  sub.add_option("--ttl", o.ttl, "lock expiry")->type_name("DUR")->envname("REDLOCK_TTL")->capture_default_str();
-  sub.add_flag("-n,--nonblock", o.nonblock, "one attempt, no waiting")->envname("REDLOCK_NONBLOCK");
-  sub.add_option("-w,--wait", o.wait, "wait at most DUR (default: for ever)")
-      ->type_name("DUR")
-      ->envname("REDLOCK_WAIT");
-  sub.add_option("-E,--conflict-exit-code", o.conflict_exit_code, "exit status when busy or timed out")
-      ->type_name("N")
-      ->envname("REDLOCK_CONFLICT_EXIT_CODE")
-      ->check(CLI::Range(0, 255))
-      ->capture_default_str();
-  sub.add_option("--token", o.token, "use this token (re-acquire when already held with it); else REDLOCK_TOKEN");
-  sub.add_option("--token-file", o.token_file, "also write the token to FILE, mode 0600")
-      ->type_name("FILE")
-      ->envname("REDLOCK_TOKEN_FILE");
-  sub.add_option("--retry-delay", o.retry_delay, "base delay between attempts while polling (jittered)")
-      ->type_name("DUR")
-      ->envname("REDLOCK_RETRY_DELAY")
-      ->capture_default_str();
-  sub.add_option("--drift", o.drift, "clock drift factor")
-      ->type_name("FACTOR")
-      ->envname("REDLOCK_DRIFT")
-      ->check(CLI::Range(0.0, 0.5))
-      ->capture_default_str();
-  sub.add_option("--owner", o.owner, "who holds it, shown by status (default user@host:pid)")
-      ->type_name("STR")
-      ->envname("REDLOCK_OWNER");
+  add_option_rows(sub, o, std::span<const OptionRow<A>>(kAcquireOptions));
 }
 
 namespace {
@@ -94,7 +140,7 @@ std::function<void(const AcquireResult&, TimePoint)> no_quorum_report(const Glob
   return [&global, name, deadline, short_of_quorum](const AcquireResult& r, TimePoint) {
     bool now_short = r.outcome == AcquireOutcome::NoQuorum;
     if (now_short && !*short_of_quorum) {
-      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+      auto left = std::chrono::duration_cast<Millis>(deadline - Clock::now());
       verbose(global, 1,
               printable(name) + ": no quorum (" + r.message + "); retrying " +
                   (deadline == kNever ? "until it answers" : "until the wait ends in " + format_duration(left)));
@@ -144,7 +190,7 @@ void json_acquisition(Json& j, const AcquireResult& r) {
   if (!acquired) j["reason"] = outcome_name(r.outcome);
   j["token"] = acquired ? Json(r.token) : Json(nullptr);
   j["fence"] = acquired ? Json(r.fence) : Json(nullptr);
-  j["ttl_ms"] = std::chrono::duration_cast<std::chrono::milliseconds>(r.ttl).count();
+  j["ttl_ms"] = whole_ms(r.ttl);
   j["validity_ms"] = acquired ? json_ms(r.validity) : 0.0;
   j["elapsed_ms"] = json_ms(r.elapsed);
   j["attempts"] = r.attempts;
@@ -156,8 +202,7 @@ void json_acquisition(Json& j, const AcquireResult& r) {
 
 Json json_holder(const Holder& holder) {
   return {{"owner", holder.owner ? Json(*holder.owner) : Json(nullptr)},
-          {"ttl_ms", holder.ttl ? Json(std::chrono::duration_cast<std::chrono::milliseconds>(*holder.ttl).count())
-                                : Json(nullptr)}};
+          {"ttl_ms", holder.ttl ? Json(whole_ms(*holder.ttl)) : Json(nullptr)}};
 }
 
 std::optional<StatusResult> reentry_status(Redlock& redlock, const AcquirePlan& plan) {
@@ -181,10 +226,8 @@ const char* reentry_refusal(const StatusResult& s) {
 }
 
 void say_busy(const GlobalOptions& global, const std::string& name, const AcquireResult& r) {
-  if (global.json || global.quiet) return;
-  std::fprintf(
-      stderr, "redlock: %s: %s%s\n", printable(name).c_str(),
-      r.outcome == AcquireOutcome::TimedOut ? "still busy when the wait ran out: " : "busy: ", r.message.c_str());
+  say(global, name,
+      (r.outcome == AcquireOutcome::TimedOut ? "still busy when the wait ran out: " : "busy: ") + r.message);
 }
 
 void write_token_file_or_give_back(const std::string& path, const std::string& token,
@@ -210,10 +253,9 @@ void json_reentry(Json& j, const AcquirePlan& plan, const StatusResult& s) {
   j["token"] = held ? Json(plan.spec.token) : Json(nullptr);
   auto fence = reentry_fence(plan);
   j["fence"] = held && fence ? Json(*fence) : Json(nullptr);
-  j["ttl_ms"] = std::chrono::duration_cast<std::chrono::milliseconds>(plan.spec.ttl).count();
+  j["ttl_ms"] = whole_ms(plan.spec.ttl);
   if (held && s.ttl_ms >= 0) {
-    Duration left = std::chrono::milliseconds(s.ttl_ms) - s.elapsed -
-                    drift_allowance(std::chrono::milliseconds(s.ttl_ms), plan.spec.drift);
+    Duration left = Millis(s.ttl_ms) - s.elapsed - drift_allowance(Millis(s.ttl_ms), plan.spec.drift);
     j["validity_ms"] = json_ms(std::max(left, Duration::zero()));
   } else {
     j["validity_ms"] = held ? Json(nullptr) : Json(0.0);
@@ -239,8 +281,7 @@ int answer_reentry(const AcquireOptions& o, const GlobalOptions& global, const A
   }
   if (held) return exit_code::kOk;
   if (s.no_quorum) return exit_code::kNoQuorum;
-  if (!global.json && !global.quiet)
-    std::fprintf(stderr, "redlock: %s: %s\n", printable(o.name).c_str(), reentry_refusal(s));
+  say(global, o.name, reentry_refusal(s));
   return o.conflict_exit_code;
 }
 
@@ -311,7 +352,7 @@ class Acquisition {
       case AcquireOutcome::NoQuorum:
         return global_.json ? exit_code::kNoQuorum : no_quorum(nullptr, o_.name, "no quorum: " + r.message);
       case AcquireOutcome::Interrupted:
-        return 128 + signal;
+        return exit_code::signaled(signal);
     }
     return exit_code::kInternal;
   }

@@ -7,7 +7,11 @@
 #include <optional>
 #include <string>
 
-#include "common.hpp"
+#include "exit_codes.hpp"
+#include "options.hpp"
+#include "output.hpp"
+#include "private_file.hpp"
+#include "servers.hpp"
 
 namespace redlock::cli {
 
@@ -20,7 +24,7 @@ struct AcquireOptions {
   std::string ttl = "30s";
   bool nonblock = false;
   std::string wait;  // empty: wait for ever
-  int conflict_exit_code = 75;
+  int conflict_exit_code = exit_code::kBusy;
   std::string token;
   std::string token_file;
   std::string retry_delay = "200ms";

@@ -4,6 +4,7 @@
 #include "commands.hpp"
 #include "completions.hpp"
 #include "core/util/error.hpp"
+#include "exit_codes.hpp"
 
 namespace redlock::cli {
 
@@ -18,7 +19,7 @@ int print_completion(const std::string& shell) {
   }
   std::string_view script = shell == "zsh" ? kZshCompletion : kBashCompletion;
   std::fwrite(script.data(), 1, script.size(), stdout);
-  return 0;  // main() checks that it was written
+  return exit_code::kOk;  // main() checks that it was written
 }
 
 }  // namespace

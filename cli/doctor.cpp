@@ -6,6 +6,7 @@
 #include "commands.hpp"
 #include "core/util/duration.hpp"
 #include "exit_codes.hpp"
+#include "option_table.hpp"
 
 namespace redlock::cli {
 
@@ -15,8 +16,15 @@ struct DoctorCliOptions {
   std::string ttl = "30s";
 };
 
-// Fit for Redlock, but something deserves a look (or is plainly wrong: a replica, an ACL refusal).
-constexpr int kWarnings = 1;
+const OptionRow<DoctorCliOptions> kDoctorOptions[] = {
+    {.flags = "--ttl",
+     .env = "REDLOCK_TTL",
+     .takes_value = true,
+     .type_name = "DUR",
+     .help = "the longest TTL your locks use (uptime, persistence and clock checks)",
+     .target = &DoctorCliOptions::ttl,
+     .show_default = true},
+};
 
 std::string overall_name(const DoctorReport& r) {
   if (r.no_quorum) return "no_quorum";
@@ -25,7 +33,7 @@ std::string overall_name(const DoctorReport& r) {
 
 int exit_status(const DoctorReport& r) {
   if (r.no_quorum) return exit_code::kNoQuorum;
-  return r.verdict >= Verdict::Warn ? kWarnings : exit_code::kOk;
+  return r.verdict >= Verdict::Warn ? exit_code::kWarnings : exit_code::kOk;
 }
 
 // TEXT with control characters escaped (it may quote a prefix or a server's error), whole: the
@@ -78,7 +86,7 @@ Json json_report(const DoctorReport& r, const DoctorOptions& options) {
   Json j;
   j["version"] = 1;
   j["command"] = "doctor";
-  j["ttl_ms"] = std::chrono::duration_cast<Millis>(options.ttl).count();
+  j["ttl_ms"] = whole_ms(options.ttl);
   j["timeout_ms"] = json_ms(options.timeout);
   j["probe_key"] = options.probe_key;
   j["quorum"] = json_quorum(r.reachable);
@@ -160,10 +168,7 @@ int run_doctor_command(const DoctorCliOptions& o, const GlobalOptions& global) {
 void setup_doctor(CLI::App& app, const GlobalOptions& global, Action& action) {
   auto o = std::make_shared<DoctorCliOptions>();
   auto* sub = app.add_subcommand("doctor", "check that the servers suit Redlock, with a verdict per check");
-  sub->add_option("--ttl", o->ttl, "the longest TTL your locks use (uptime, persistence and clock checks)")
-      ->type_name("DUR")
-      ->envname("REDLOCK_TTL")
-      ->capture_default_str();
+  add_option_rows(*sub, *o, std::span<const OptionRow<DoctorCliOptions>>(kDoctorOptions));
   sub->callback([o, &global, &action] { action = [o, &global] { return run_doctor_command(*o, global); }; });
 }
 

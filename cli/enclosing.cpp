@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cstdlib>
 
-#include "common.hpp"
 #include "core/util/error.hpp"
+#include "output.hpp"
 
 namespace redlock::cli {
 

@@ -1,10 +1,10 @@
 #include <CLI/CLI.hpp>
-#include <cstdio>
 
 #include "commands.hpp"
 #include "core/util/duration.hpp"
 #include "core/util/error.hpp"
-#include "exit_codes.hpp"
+#include "held.hpp"
+#include "option_table.hpp"
 
 namespace redlock::cli {
 
@@ -22,6 +22,27 @@ struct ExtendOptions {
   std::string ttl;  // empty: none asked for, so the lock keeps its own (see kFallbackTtl)
 };
 
+using E = ExtendOptions;
+
+const OptionRow<E> kExtendOptions[] = {
+    {.flags = "--token",
+     .takes_value = true,
+     .help = "the token the lock is held with (else REDLOCK_TOKEN)",
+     .target = &E::token},
+    {.flags = "--token-file",
+     .env = "REDLOCK_TOKEN_FILE",
+     .takes_value = true,
+     .type_name = "FILE",
+     .help = "read the token from FILE's first line (as acquire wrote it)",
+     .target = &E::token_file},
+    {.flags = "--ttl",
+     .env = "REDLOCK_TTL",
+     .takes_value = true,
+     .type_name = "DUR",
+     .help = "new expiry (default: the TTL the lock was taken with, or what it has left if longer; never shorter)",
+     .target = &E::ttl},
+};
+
 int run_extend(const ExtendOptions& o, const GlobalOptions& global) {
   LockKeys keys = lock_keys(global, o.name);
   const std::string token = held_token(global, o.token, o.token_file, keys.lock, true);
@@ -35,29 +56,14 @@ int run_extend(const ExtendOptions& o, const GlobalOptions& global) {
   if (r.extended) {
     verbose(global, 1,
             "extended " + printable(o.name) + " on " + votes_text(r.tally) + ", valid for " +
-                format_duration(std::chrono::duration_cast<std::chrono::milliseconds>(r.validity)));
+                format_duration(std::chrono::duration_cast<Millis>(r.validity)));
   }
   transport->flush(Clock::now() + request_timeout(global));  // to the servers not waited for
-
-  if (global.json) {
-    Json j = json_head("extend", o.name, keys.lock);
-    j["extended"] = r.extended;
-    if (!r.extended) j["reason"] = r.no_quorum ? "no_quorum" : "not_held";
-    j["ttl_ms"] = std::chrono::duration_cast<std::chrono::milliseconds>(r.extended ? r.ttl : ttl).count();
+  const HeldOutcome outcome{"extended", r.extended, r.no_quorum, false, r.message, r.tally, r.elapsed, r.servers};
+  return answer_held(global, "extend", o.name, keys.lock, outcome, [&](Json& j) {
+    j["ttl_ms"] = whole_ms(r.extended ? r.ttl : ttl);
     j["validity_ms"] = r.extended ? json_ms(r.validity) : 0.0;
-    j["elapsed_ms"] = json_ms(r.elapsed);
-    j["quorum"] = json_quorum(r.tally);
-    if (!r.message.empty()) j["message"] = r.message;
-    j["servers"] = json_servers(r.servers);
-    if (r.no_quorum) no_quorum(&j, o.name, "no quorum: " + r.message);
-    print_json(j);
-  } else if (r.no_quorum) {
-    no_quorum(nullptr, o.name, "no quorum: " + r.message);
-  } else if (!r.extended && !global.quiet) {  // not held is an answer, not an error: -q keeps it quiet
-    std::fprintf(stderr, "redlock: %s: %s\n", printable(o.name).c_str(), r.message.c_str());
-  }
-  if (r.extended) return exit_code::kOk;
-  return r.no_quorum ? exit_code::kNoQuorum : exit_code::kNotHeld;
+  });
 }
 
 }  // namespace
@@ -66,15 +72,7 @@ void setup_extend(CLI::App& app, const GlobalOptions& global, Action& action) {
   auto o = std::make_shared<ExtendOptions>();
   auto* sub = app.add_subcommand("extend", "reset the expiry of a lock held with TOKEN");
   sub->add_option("NAME", o->name, "the lock's name")->required();
-  sub->add_option("--token", o->token, "the token the lock is held with (else REDLOCK_TOKEN)");
-  sub->add_option("--token-file", o->token_file, "read the token from FILE's first line (as acquire wrote it)")
-      ->type_name("FILE")
-      ->envname("REDLOCK_TOKEN_FILE");
-  sub->add_option("--ttl", o->ttl,
-                  "new expiry (default: the TTL the lock was taken with, or what it has left if longer; never "
-                  "shorter)")
-      ->type_name("DUR")
-      ->envname("REDLOCK_TTL");
+  add_option_rows(*sub, *o, std::span<const OptionRow<E>>(kExtendOptions));
   sub->callback([o, &global, &action] { action = [o, &global] { return run_extend(*o, global); }; });
 }
 

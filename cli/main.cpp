@@ -26,25 +26,9 @@ namespace {
 // The command line's words, argv[0] first.
 using Words = std::vector<std::string>;
 
-// A flag's value read as CLI11 reads it ("1", "true", "on", "yes"; "0", "false", "off", "no").
-bool flag_value(const std::string& text) {
-  try {
-    return CLI::detail::to_flag_value(text) > 0;
-  } catch (const std::exception&) {
-    return false;
-  }
-}
-
 // Whether the command line (or REDLOCK_JSON) asks for JSON, known even when parsing fails.
 bool wants_json(const Words& words) {
-  for (std::size_t i = 1; i < words.size(); ++i) {
-    std::string_view a = words[i];
-    if (a == "--") break;
-    if (a == "--json") return true;
-    if (a.substr(0, 7) == "--json=") return flag_value(std::string(a.substr(7)));
-  }
-  const char* env = std::getenv("REDLOCK_JSON");
-  return env && *env && flag_value(env);
+  return global_flag_set(words, "--json");
 }
 
 // Whether -V or --version comes before any "--": alone, it needs no subcommand built.
@@ -55,36 +39,6 @@ bool wants_version(const Words& words) {
   return false;
 }
 
-// The global options (see setup_global_options) that take a value, and the flags.
-constexpr std::string_view kGlobalWithValue[] = {
-    "-S",       "--servers",  "--timeout", "--password-file",   "--user",
-    "--tls-ca", "--tls-cert", "--tls-key", "--tls-server-name", "--prefix"};
-constexpr std::string_view kGlobalFlags[] = {"--json", "--verbose", "--quiet", "--tls-insecure"};
-
-bool takes_value(std::string_view a) {
-  for (auto opt : kGlobalWithValue) {
-    if (a == opt) return true;
-  }
-  return false;
-}
-
-// "--timeout=1s" or "-S1.2.3.4:5" forms carry their value, and "--json=true" a flag's.
-bool is_global(std::string_view a) {
-  for (auto opt : kGlobalWithValue) {
-    if (a == opt ||
-        (a.size() > opt.size() && a.substr(0, opt.size()) == opt && (a[opt.size()] == '=' || opt.size() == 2))) {
-      return true;
-    }
-  }
-  for (auto flag : kGlobalFlags) {
-    if (a == flag || (a.size() > flag.size() && a.substr(0, flag.size()) == flag && a[flag.size()] == '=')) {
-      return true;
-    }
-  }
-  // -v, -vv, -q, -qv …
-  return a.size() >= 2 && a[0] == '-' && a[1] != '-' && a.find_first_not_of("vq", 1) == std::string_view::npos;
-}
-
 // The index of the first word that is neither an option nor an option's value: what was meant as
 // a command; 0 when there is none.
 std::size_t command_index(const Words& words) {
@@ -92,7 +46,7 @@ std::size_t command_index(const Words& words) {
     std::string_view a = words[i];
     if (a == "--") return 0;
     if (a.empty() || a[0] != '-') return i;
-    if (takes_value(a)) ++i;
+    if (global_takes_value(a)) ++i;
   }
   return 0;
 }
@@ -192,9 +146,9 @@ std::vector<char*> globals_first(Words& words) {
     }
     // One that needs a value but ends the line stays where it is, to be reported missing its value
     // there, rather than take the command's name as its value in front.
-    if (is_global(a) && !(takes_value(a) && i + 1 == words.size())) {
+    if (is_global_option(a) && !(global_takes_value(a) && i + 1 == words.size())) {
       front.push_back(words[i].data());
-      if (takes_value(a) && i + 1 < words.size()) front.push_back(words[++i].data());
+      if (global_takes_value(a) && i + 1 < words.size()) front.push_back(words[++i].data());
       continue;
     }
     if (!seen_command && !a.empty() && a[0] != '-') seen_command = true;
@@ -304,8 +258,8 @@ std::string misplaced_option(const Words& words) {
     const std::string& w = words[i];
     if (is_command(w)) command = w;
     const bool help = w == "-h" || w == "--help" || w == "-V" || w == "--version";
-    if (option.empty() && w.size() > 1 && w[0] == '-' && !is_global(w) && !help) option = option_name(w);
-    if (takes_value(w)) ++i;
+    if (option.empty() && w.size() > 1 && w[0] == '-' && !is_global_option(w) && !help) option = option_name(w);
+    if (global_takes_value(w)) ++i;
   }
   if (option.empty()) return {};
   const auto owners = commands_with(option);
@@ -436,18 +390,13 @@ int run_command(const CLI::App& app, const Action& action, const GlobalOptions& 
     // Not for run, whose status is its command's (and whose stdout is the command's).
     return command == "run" ? status : checked_stdout(command, status);
   } catch (const Error& e) {
-    switch (e.kind()) {
-      case ErrorKind::Usage:
-        return fail(global.json, command, exit_code::kUsage, name_variables(e.what(), app, global));
-      case ErrorKind::Config:
-        return fail(global.json, command, exit_code::kConfig, name_variables(e.what(), app, global));
-      case ErrorKind::Internal:
-        return fail(global.json, command, exit_code::kInternal, e.what());
-    }
+    // A usage or configuration error may be about an option whose value came from its variable.
+    const bool named = e.kind() != ErrorKind::Internal;
+    return fail(global.json, command, exit_code::of(e.kind()),
+                named ? name_variables(e.what(), app, global) : e.what());
   } catch (const std::exception& e) {
     return fail(global.json, command, exit_code::kInternal, std::string("internal error: ") + e.what());
   }
-  return exit_code::kInternal;
 }
 }  // namespace
 

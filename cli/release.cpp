@@ -1,9 +1,9 @@
 #include <CLI/CLI.hpp>
-#include <cstdio>
 
 #include "commands.hpp"
 #include "core/util/error.hpp"
-#include "exit_codes.hpp"
+#include "held.hpp"
+#include "option_table.hpp"
 
 namespace redlock::cli {
 
@@ -14,6 +14,26 @@ struct ReleaseOptions {
   std::string token;
   std::string token_file;
   bool force = false;
+};
+
+using Rel = ReleaseOptions;
+
+const OptionRow<Rel> kReleaseOptions[] = {
+    {.flags = "--token",
+     .takes_value = true,
+     .help = "the token the lock is held with (else REDLOCK_TOKEN)",
+     .target = &Rel::token},
+    {.flags = "--token-file",
+     .env = "REDLOCK_TOKEN_FILE",
+     .takes_value = true,
+     .type_name = "FILE",
+     .help = "read the token from FILE's first line (as acquire wrote it)",
+     .target = &Rel::token_file},
+    {.flags = "--force",
+     .env = "REDLOCK_FORCE",
+     .takes_value = false,
+     .help = "delete the lock whoever holds it (never a key that cannot be a lock)",
+     .target = &Rel::force},
 };
 
 int run_release(const ReleaseOptions& o, const GlobalOptions& global) {
@@ -33,29 +53,12 @@ int run_release(const ReleaseOptions& o, const GlobalOptions& global) {
   if (r.released) {
     verbose(global, 1, "released " + printable(o.name) + ": deleted on " + servers_text(r.deleted, r.tally.total));
   }
-
-  if (global.json) {
-    Json j = json_head("release", o.name, keys.lock);
-    j["released"] = r.released;
-    if (!r.released) j["reason"] = r.not_a_lock ? "not_a_lock" : r.no_quorum ? "no_quorum" : "not_held";
+  const HeldOutcome outcome{"released", r.released, r.no_quorum, r.not_a_lock,
+                            r.message,  r.tally,    r.elapsed,   r.servers};
+  return answer_held(global, "release", o.name, keys.lock, outcome, [&](Json& j) {
     j["deleted"] = r.deleted;
     j["forced"] = force;
-    j["elapsed_ms"] = json_ms(r.elapsed);
-    j["quorum"] = json_quorum(r.tally);
-    if (!r.message.empty()) j["message"] = r.message;
-    j["servers"] = json_servers(r.servers);
-    if (r.no_quorum) no_quorum(&j, o.name, "no quorum: " + r.message);
-    if (r.not_a_lock) report_error(&j, exit_code::kNotHeld, printable(o.name) + ": " + r.message);
-    print_json(j);
-  } else if (r.not_a_lock) {  // data that --force refused to delete: an error, -q or not
-    report_error(nullptr, exit_code::kNotHeld, printable(o.name) + ": " + r.message);
-  } else if (r.no_quorum) {
-    no_quorum(nullptr, o.name, "no quorum: " + r.message);
-  } else if (!r.released && !global.quiet) {  // not held is an answer, not an error: -q keeps it quiet
-    std::fprintf(stderr, "redlock: %s: %s\n", printable(o.name).c_str(), r.message.c_str());
-  }
-  if (r.released) return exit_code::kOk;
-  return r.no_quorum ? exit_code::kNoQuorum : exit_code::kNotHeld;
+  });
 }
 
 }  // namespace
@@ -64,12 +67,7 @@ void setup_release(CLI::App& app, const GlobalOptions& global, Action& action) {
   auto o = std::make_shared<ReleaseOptions>();
   auto* sub = app.add_subcommand("release", "delete the lock if it holds TOKEN (or whoever holds it, --force)");
   sub->add_option("NAME", o->name, "the lock's name")->required();
-  sub->add_option("--token", o->token, "the token the lock is held with (else REDLOCK_TOKEN)");
-  sub->add_option("--token-file", o->token_file, "read the token from FILE's first line (as acquire wrote it)")
-      ->type_name("FILE")
-      ->envname("REDLOCK_TOKEN_FILE");
-  sub->add_flag("--force", o->force, "delete the lock whoever holds it (never a key that cannot be a lock)")
-      ->envname("REDLOCK_FORCE");
+  add_option_rows(*sub, *o, std::span<const OptionRow<Rel>>(kReleaseOptions));
   sub->callback([o, &global, &action] { action = [o, &global] { return run_release(*o, global); }; });
 }
 

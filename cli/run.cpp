@@ -17,6 +17,7 @@
 #include "core/util/fd.hpp"
 #include "enclosing.hpp"
 #include "exit_codes.hpp"
+#include "option_table.hpp"
 #include "signals.hpp"
 #include "supervisor.hpp"
 
@@ -54,7 +55,7 @@ const std::vector<int> kStopWaiting = {SIGHUP, SIGINT, SIGTERM};
 
 // Time left before the child must be dead, so that nothing runs on once the validity can be over.
 Duration kill_margin(Duration ttl) {
-  return std::clamp<Duration>(ttl / 20, std::chrono::milliseconds(10), std::chrono::milliseconds(100));
+  return std::clamp<Duration>(ttl / 20, Millis(10), Millis(100));
 }
 
 RunPlan plan_run(const RunOptions& o, const GlobalOptions& global) {
@@ -190,7 +191,7 @@ class Runner {
     report_["acquired"] = acq.outcome == AcquireOutcome::Acquired;
     report_["token"] = nullptr;
     report_["fence"] = nullptr;
-    report_["ttl_ms"] = std::chrono::duration_cast<std::chrono::milliseconds>(ap.spec.ttl).count();
+    report_["ttl_ms"] = whole_ms(ap.spec.ttl);
     report_["attempts"] = acq.attempts;
     report_["wait_ms"] = json_ms(acq.elapsed);
     report_["quorum"] = json_quorum(acq.tally);
@@ -225,7 +226,7 @@ class Runner {
         // signal ended the wait.
         report_["reason"] = "interrupted";
         report_["interrupted_by"] = signal_name(stopped_by ? stopped_by : SIGTERM);
-        return finish("busy", 128 + (stopped_by ? stopped_by : SIGTERM));
+        return finish("busy", exit_code::signaled(stopped_by ? stopped_by : SIGTERM));
       default:
         say_busy(global_, o_.acquire.name, acq);
         report_["reason"] = outcome_name(acq.outcome);
@@ -240,12 +241,11 @@ class Runner {
     const AcquirePlan& ap = plan_.acquire;
     ChildSpec spec;
     spec.argv = plan_.argv;
-    spec.set_env = {
-        {"REDLOCK_NAME", o_.acquire.name},
-        {"REDLOCK_KEY", ap.spec.keys.lock},
-        {"REDLOCK_TOKEN", acq.token},
-        {"REDLOCK_FENCE", std::to_string(acq.fence)},
-        {"REDLOCK_TTL_MS", std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(ap.spec.ttl).count())}};
+    spec.set_env = {{"REDLOCK_NAME", o_.acquire.name},
+                    {"REDLOCK_KEY", ap.spec.keys.lock},
+                    {"REDLOCK_TOKEN", acq.token},
+                    {"REDLOCK_FENCE", std::to_string(acq.fence)},
+                    {"REDLOCK_TTL_MS", std::to_string(whole_ms(ap.spec.ttl))}};
     // The locks of the runs around this one, so that a lock of theirs taken again further down is
     // re-entered rather than waited for.
     if (auto outer = enclosing_locks(); !outer.empty()) {
@@ -369,42 +369,23 @@ class Runner {
   }
 
   // How this run reaches its servers, for nested calls in the child, as REDLOCK_* variables: the
-  // servers without any password, the prefix (else a nested run of NAME names another key), the
-  // timeout, the user and TLS. The passwords go in a sealed memfd named by REDLOCK_PASSWORD_FD (a
-  // password file's path goes on too); REDLOCK_PASSWORD is removed.
+  // servers without any password, and the global options marked to_child in their table (the
+  // prefix, else a nested run of NAME names another key; the timeout, the user and TLS; a password
+  // file's path). The passwords go in a sealed memfd named by REDLOCK_PASSWORD_FD; REDLOCK_PASSWORD
+  // is removed.
   void connection_for_child(ChildSpec& spec) {
     const Credentials credentials = resolve_credentials(global_);
     std::string list;
     for (const auto& s : credentials.servers) list += (list.empty() ? "" : ",") + s.without_password();
-    spec.set_env.emplace_back("REDLOCK_SERVERS", list);
+    spec.set_env.emplace_back(kServersVariable, list);
     passwords_ = password_descriptor(credentials);
     if (passwords_) {
       spec.set_env.emplace_back("REDLOCK_PASSWORD_FD", std::to_string(passwords_.get()));
     } else {
       spec.unset_env.emplace_back("REDLOCK_PASSWORD_FD");
     }
-    spec.set_env.emplace_back("REDLOCK_TIMEOUT", global_.timeout);
-    spec.unset_env.push_back("REDLOCK_PASSWORD");
-    const std::pair<const char*, const std::string*> settings[] = {
-        {"REDLOCK_PREFIX", &global_.prefix},
-        {"REDLOCK_PASSWORD_FILE", &global_.password_file},
-        {"REDLOCK_USER", &global_.user},
-        {"REDLOCK_TLS_CA", &global_.tls_ca},
-        {"REDLOCK_TLS_CERT", &global_.tls_cert},
-        {"REDLOCK_TLS_KEY", &global_.tls_key},
-        {"REDLOCK_TLS_SERVER_NAME", &global_.tls_server_name}};
-    for (const auto& [name, value] : settings) {
-      if (value->empty()) {
-        spec.unset_env.emplace_back(name);
-      } else {
-        spec.set_env.emplace_back(name, *value);
-      }
-    }
-    if (global_.tls_insecure) {
-      spec.set_env.emplace_back("REDLOCK_TLS_INSECURE", "1");
-    } else {
-      spec.unset_env.emplace_back("REDLOCK_TLS_INSECURE");
-    }
+    spec.unset_env.emplace_back(kPasswordVariable);
+    child_settings(global_, spec.set_env, spec.unset_env);
   }
 
   // After CMD ended with the lock kept: keep it until --min-hold is over, else release it.
@@ -412,7 +393,7 @@ class Runner {
     const AcquirePlan& ap = plan_.acquire;
     TimePoint now = Clock::now();
     if (plan_.min_hold && acq.taken_at + *plan_.min_hold > now) {
-      auto remaining = std::chrono::ceil<std::chrono::milliseconds>(acq.taken_at + *plan_.min_hold - now);
+      auto remaining = std::chrono::ceil<Millis>(acq.taken_at + *plan_.min_hold - now);
       ExtendResult r = redlock_->extend(ap.spec.keys, acq.token, remaining, ap.spec.drift);
       report_["min_hold_ms"] = remaining.count();
       report_["released"] = false;
@@ -506,10 +487,7 @@ int run_run(const RunOptions& o, const GlobalOptions& global) {
     status = runner.run();
   } catch (const Error& e) {
     report["outcome"] = "error";
-    report["error"] = {{"code", e.kind() == ErrorKind::Usage    ? exit_code::kUsage
-                                : e.kind() == ErrorKind::Config ? exit_code::kConfig
-                                                                : exit_code::kInternal},
-                       {"message", e.what()}};
+    report["error"] = error_json(exit_code::of(e.kind()), e.what());
     write_report(o.report, report, global, false);
     throw;
   }
@@ -520,40 +498,80 @@ int run_run(const RunOptions& o, const GlobalOptions& global) {
 
 }  // namespace
 
+namespace {
+
+using R = RunOptions;
+
+const OptionRow<R> kRunOptions[] = {
+    {.flags = "-c,--command",
+     .env = "REDLOCK_COMMAND",
+     .takes_value = true,
+     .type_name = "STR",
+     .help = "run STR with $SHELL -c (default /bin/sh)",
+     .target = &R::command},
+    {.flags = "--renew",
+     .env = "REDLOCK_RENEW",
+     .takes_value = true,
+     .type_name = "DUR",
+     .help = "renewal interval (default TTL/3)",
+     .target = &R::renew},
+    {.flags = "--signal",
+     .env = "REDLOCK_SIGNAL",
+     .takes_value = true,
+     .type_name = "SIG",
+     .help = "sent to the command's process group when the lock is lost",
+     .target = &R::signal,
+     .show_default = true},
+    {.flags = "-k,--kill-after",
+     .env = "REDLOCK_KILL_AFTER",
+     .takes_value = true,
+     .type_name = "DUR",
+     .help = "then SIGKILL if still running",
+     .target = &R::kill_after,
+     .show_default = true},
+    {.flags = "--lost-exit-code",
+     .env = "REDLOCK_LOST_EXIT_CODE",
+     .takes_value = true,
+     .type_name = "N",
+     .help = "exit status when the lock was lost",
+     .target = &R::lost_exit_code,
+     .show_default = true,
+     .check = exit_status_range},
+    {.flags = "--report",
+     .env = "REDLOCK_REPORT",
+     .takes_value = true,
+     .type_name = "FILE",
+     .help = "write one JSON object there at exit",
+     .target = &R::report},
+    {.flags = "--min-hold",
+     .env = "REDLOCK_MIN_HOLD",
+     .takes_value = true,
+     .type_name = "DUR",
+     .help = "keep the lock at least DUR after it was taken",
+     .target = &R::min_hold},
+    {.flags = "--max-hold",
+     .env = "REDLOCK_MAX_HOLD",
+     .takes_value = true,
+     .type_name = "DUR",
+     .help = "stop renewing after DUR and treat the lock as lost",
+     .target = &R::max_hold},
+};
+
+}  // namespace
+
 void setup_run(CLI::App& app, const GlobalOptions& global, Action& action) {
   auto o = std::make_shared<RunOptions>();
   auto* sub = app.add_subcommand("run", "hold the lock for exactly as long as a command runs");
   add_acquire_options(*sub, o->acquire);
   sub->add_option("CMD", o->argv,
                   "the command and its arguments: from the first word after NAME that is no option (or after --)");
-  sub->add_option("-c,--command", o->command, "run STR with $SHELL -c (default /bin/sh)")
-      ->type_name("STR")
-      ->envname("REDLOCK_COMMAND");
-  sub->add_option("--renew", o->renew, "renewal interval (default TTL/3)")->type_name("DUR")->envname("REDLOCK_RENEW");
-  sub->add_option("--signal", o->signal, "sent to the command's process group when the lock is lost")
-      ->type_name("SIG")
-      ->envname("REDLOCK_SIGNAL")
-      ->capture_default_str();
-  auto* kill_after = sub->add_option("-k,--kill-after", o->kill_after, "then SIGKILL if still running")
-                         ->type_name("DUR")
-                         ->envname("REDLOCK_KILL_AFTER")
-                         ->capture_default_str();
-  sub->add_option("--lost-exit-code", o->lost_exit_code, "exit status when the lock was lost")
-      ->type_name("N")
-      ->envname("REDLOCK_LOST_EXIT_CODE")
-      ->check(CLI::Range(0, 255))
-      ->capture_default_str();
-  sub->add_option("--report", o->report, "write one JSON object there at exit")
-      ->type_name("FILE")
-      ->envname("REDLOCK_REPORT");
-  sub->add_option("--min-hold", o->min_hold, "keep the lock at least DUR after it was taken")
-      ->type_name("DUR")
-      ->envname("REDLOCK_MIN_HOLD");
-  sub->add_option("--max-hold", o->max_hold, "stop renewing after DUR and treat the lock as lost")
-      ->type_name("DUR")
-      ->envname("REDLOCK_MAX_HOLD");
-  sub->callback([o, kill_after, &global, &action] {
-    o->kill_after_given = kill_after->count() > 0 || std::getenv("REDLOCK_KILL_AFTER");
+  const std::span<const OptionRow<R>> rows(kRunOptions);
+  add_option_rows(*sub, *o, rows);
+  // Given, on the command line or in its variable: only then is a --kill-after cut to the TTL worth a warning.
+  const auto* kill_after_row = find_row(rows, "--kill-after");
+  auto* kill_after = sub->get_option("--kill-after");
+  sub->callback([o, kill_after, kill_after_row, &global, &action] {
+    o->kill_after_given = kill_after->count() > 0 || std::getenv(std::string(kill_after_row->env).c_str());
     action = [o, &global] { return run_run(*o, global); };
   });
 }

@@ -17,8 +17,6 @@ class SignalCatcher {
 
   // The mask to wait with: the one we started with, so our signals get through.
   const sigset_t& wait_mask() const { return original_mask_; }
-  // The mask and dispositions a child must start with (as they were before us).
-  const sigset_t& original_mask() const { return original_mask_; }
 
   struct Caught {
     int sig;

@@ -17,7 +17,7 @@ struct StatusOptions {
 std::string ttl_text(std::int64_t ttl_ms) {
   if (ttl_ms == -1) return "no expiry";
   if (ttl_ms < 0) return "-";
-  return format_duration(std::chrono::milliseconds(ttl_ms));
+  return format_duration(Millis(ttl_ms));
 }
 
 std::string wall_time(std::int64_t unix_ms) {

@@ -16,6 +16,7 @@
 #include <set>
 
 #include "core/util/error.hpp"
+#include "exit_codes.hpp"
 
 extern char** environ;
 
@@ -99,7 +100,7 @@ struct Launch {
 int launch_child(void* arg) {
   auto* launch = static_cast<Launch*>(arg);
   prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (getppid() != launch->parent) _exit(127);  // the parent died before prctl took effect
+  if (getppid() != launch->parent) _exit(exit_code::kNotFound);  // the parent died before prctl took effect
   if (launch->group == 0 || setpgid(0, launch->group) != 0) setpgid(0, 0);
   // Here as well as in the parent, as shells do: whichever runs first, the command never reads
   // the terminal while it is not yet in the foreground.
@@ -123,7 +124,7 @@ int launch_child(void* arg) {
     }
   }
   launch->exec_errno = err;
-  _exit(err == ENOENT ? 127 : 126);
+  _exit(err == ENOENT ? exit_code::kNotFound : exit_code::kCannotExecute);
 }
 
 // The guard of the child's process group: the leader of a new group, which the child joins, that
@@ -161,7 +162,7 @@ pid_t start_guard(int& our_end) {
       n = read(in, &c, 1);  // nobody writes: it returns when our end is closed
     } while (n > 0 || (n < 0 && errno == EINTR));
     kill(0, SIGKILL);
-    _exit(0);
+    _exit(exit_code::kOk);
   }
   close(fds[0]);
   if (pid < 0) {
@@ -212,7 +213,7 @@ std::vector<std::string> exec_candidates(const std::string& name) {
 int parse_signal(const std::string& text, const char* what) {
   std::string t = text;
   for (char& c : t) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  if (t.rfind("SIG", 0) == 0) t = t.substr(3);
+  if (t.starts_with("SIG")) t = t.substr(3);
   for (const auto& s : kSignals) {
     if (t == s.name) return s.number;
   }
@@ -329,8 +330,8 @@ std::optional<int> Child::term_signal() const {
 
 int Child::exit_status() const {
   if (auto code = exit_code()) return *code;
-  if (auto sig = term_signal()) return 128 + *sig;
-  return 0;
+  if (auto sig = term_signal()) return cli::exit_code::signaled(*sig);
+  return cli::exit_code::kOk;
 }
 
 }  // namespace redlock::cli

@@ -24,10 +24,6 @@ constexpr int kTimeRounds = 3;
 // The summary of a check that had no server to ask.
 constexpr const char* kNobodyToAsk = "no server to ask (none answered, or none let us in)";
 
-bool starts_with(std::string_view s, std::string_view prefix) {
-  return s.substr(0, prefix.size()) == prefix;
-}
-
 std::string plural(std::size_t n, const char* one, const char* many) {
   return std::to_string(n) + " " + (n == 1 ? one : many);
 }
@@ -50,13 +46,13 @@ std::string ms_text(Duration d) {
 std::string failure_text(const Result& r) {
   // The transport's own errors often begin with the failure's name already ("connect: refused").
   std::string name(failure_name(r.failure));
-  return starts_with(r.error, name + ":") ? r.error : name + ": " + r.error;
+  return r.error.starts_with(name + ":") ? r.error : name + ": " + r.error;
 }
 
 // The server answered the command, if only to refuse it; a refused AUTH or SELECT is no answer,
 // since no lock command could run there either.
 bool answered(const Result& r) {
-  return r.ok() || r.failure == Failure::Reply || (r.failure == Failure::Auth && starts_with(r.error, "NOPERM"));
+  return r.ok() || r.failure == Failure::Reply || (r.failure == Failure::Auth && r.error.starts_with("NOPERM"));
 }
 
 // The servers that answered the first request and are not a second URL of another.

@@ -11,14 +11,11 @@
 #include "core/lock/wait_plan.hpp"
 #include "core/util/duration.hpp"
 #include "core/util/error.hpp"
+#include "core/util/text.hpp"
 
 namespace redlock {
 
 namespace {
-
-std::string ms_string(Duration d) {
-  return std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(d).count());
-}
 
 ServerReport failure_report(const Network& network, std::size_t server, const std::optional<Result>& r) {
   ServerReport rep;
@@ -444,7 +441,7 @@ void check_duplicates(const std::vector<std::optional<Result>>& results) {
 }
 
 AcquireResult Redlock::attempt(const LockSpec& spec) {
-  const std::string ttl_ms = ms_string(spec.ttl);
+  const std::string ttl_ms = ms_count(spec.ttl);
   const std::string owner = owner_record(spec.owner, spec.ttl);
   Round round(network_, [&](std::size_t) {
     return Request::eval(kAcquireScript, {spec.keys.lock, spec.keys.fence, spec.keys.owner},
@@ -704,7 +701,7 @@ ExtendRound::ExtendRound(Network& network, const LockKeys& keys, const std::stri
         // and one that lost its script cache (restart, SCRIPT FLUSH) would answer a bare EVALSHA
         // with a NOSCRIPT nobody reads, keeping the old expiry there.
         Request r =
-            Request::eval(kExtendScript, {keys.lock, keys.owner}, {token, ms_string(ttl), keep_longer ? "1" : "0"});
+            Request::eval(kExtendScript, {keys.lock, keys.owner}, {token, ms_count(ttl), keep_longer ? "1" : "0"});
         r.with_body = true;
         return r;
       }) {}
@@ -724,7 +721,7 @@ std::optional<Round> ExtendRound::heal(const Heal& heal) const {
     any = any || missing[i];
   }
   if (!any) return std::nullopt;
-  const std::string ttl_ms = ms_string(result().ttl);
+  const std::string ttl_ms = ms_count(result().ttl);
   const std::string fence = std::to_string(heal.fence);
   Round healing(network_, missing, [&](std::size_t) {
     Request r =

@@ -7,17 +7,13 @@ namespace redlock {
 
 namespace {
 
-bool starts_with(const std::string& s, std::string_view prefix) {
-  return s.compare(0, prefix.size(), prefix) == 0;
-}
-
 // A replica never votes, whatever it answered: a READONLY refusal of a write, the lock its master
 // holds (replicated) to a read, or a write it took as a writable replica, which its master never
 // sees. Its answer counts as a failure of its own kind. A READONLY refusal tells a replica whose
 // ROLE was not allowed.
 Result as_vote(const Network& network, std::size_t server, Result r) {
   const bool answered = r.ok() || r.failure == Failure::Reply;
-  const bool readonly = r.failure == Failure::Reply && starts_with(r.error, "READONLY");
+  const bool readonly = r.failure == Failure::Reply && r.error.starts_with("READONLY");
   if (!answered || (!readonly && network.role(server) != "replica")) return r;
   Result replica;
   replica.failure = Failure::Replica;

@@ -11,6 +11,7 @@
 #include <deque>
 
 #include "core/util/error.hpp"
+#include "core/util/text.hpp"
 
 namespace redlock {
 
@@ -28,12 +29,8 @@ constexpr Duration kResubscribeDelay = std::chrono::seconds(1);
 // one, so that it does not flap (and its waiter fall back to polling) under load.
 constexpr Duration kMinSubscribeDeadline = std::chrono::seconds(1);
 
-bool starts_with(const std::string& s, std::string_view prefix) {
-  return s.compare(0, prefix.size(), prefix) == 0;
-}
-
 Failure classify_error_reply(const std::string& text) {
-  if (starts_with(text, "NOAUTH") || starts_with(text, "WRONGPASS") || starts_with(text, "NOPERM")) {
+  if (text.starts_with("NOAUTH") || text.starts_with("WRONGPASS") || text.starts_with("NOPERM")) {
     return Failure::Auth;
   }
   return Failure::Reply;
@@ -51,10 +48,6 @@ Duration read_cpu_wait() {
   char* end = nullptr;
   std::strtoull(buf, &end, 10);  // time on a CPU; the run-queue wait follows
   return std::chrono::nanoseconds(std::strtoull(end, nullptr, 10));
-}
-
-std::string ms_text(Duration d) {
-  return std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(d).count()) + "ms";
 }
 
 }  // namespace
@@ -256,7 +249,7 @@ class Transport::Connection {
       if (st == Stream::Status::WantRead || st == Stream::Status::WantWrite) return;
       if (st != Stream::Status::Ok) {
         // The TLS layer words its failures "TLS …"; anything else failed before the handshake.
-        auto failure = starts_with(stream_->error(), "TLS") ? Failure::Tls : Failure::Connect;
+        auto failure = stream_->error().starts_with("TLS") ? Failure::Tls : Failure::Connect;
         fail(failure, stream_->error(), now);
         return;
       }
@@ -288,7 +281,7 @@ class Transport::Connection {
   }
 
   // The TLS layer words its failures "TLS …"; anything else is the socket's.
-  Failure stream_failure() const { return starts_with(stream_->error(), "TLS") ? Failure::Tls : Failure::Io; }
+  Failure stream_failure() const { return stream_->error().starts_with("TLS") ? Failure::Tls : Failure::Io; }
 
   // Marks this connection as a second connection to a server already configured.
   void set_duplicate(std::string message) {
@@ -423,7 +416,7 @@ class Transport::Connection {
         case Pending::Kind::Subscribe:
           break;
         case Pending::Kind::Request:
-          if (reply->is_error() && p.request.script && !p.eval_sent && starts_with(reply->str, "NOSCRIPT") && p.done &&
+          if (reply->is_error() && p.request.script && !p.eval_sent && reply->str.starts_with("NOSCRIPT") && p.done &&
               !(p.request.tracked && p.request.interest.expired())) {
             // The server lost its script cache (restart, SCRIPT FLUSH): send the script itself.
             encode(p.request, true);

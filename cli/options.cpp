@@ -1,0 +1,322 @@
+#include "options.hpp"
+
+#include <fcntl.h>
+#include <pwd.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#include "core/lock/token.hpp"
+#include "core/util/duration.hpp"
+#include "core/util/error.hpp"
+#include "core/util/fd.hpp"
+#include "enclosing.hpp"
+#include "option_table.hpp"
+#include "output.hpp"
+#include "servers.hpp"
+
+namespace redlock::cli {
+
+namespace {
+
+using G = GlobalOptions;
+
+// One value per -S (repeatable), so that `status -S URL NAME` leaves NAME alone.
+const OptionRow<G> kGlobalOptions[] = {
+    {.flags = "-S,--servers",
+     .env = kServersVariable,
+     .takes_value = true,
+     .type_name = "URL[,URL...]",
+     .help = "Redis masters, URL[,URL...] (repeatable; else REDLOCK_SERVERS, else the configuration file)",
+     .target = &G::servers,
+     .repeatable = true,
+     .env_by_hand = true},
+    {.flags = "--timeout",
+     .env = "REDLOCK_TIMEOUT",
+     .takes_value = true,
+     .type_name = "DUR",
+     .help = "deadline for one request to one server, connect included",
+     .target = &G::timeout,
+     .to_child = true,
+     .show_default = true},
+    {.flags = "--password-file",
+     .env = "REDLOCK_PASSWORD_FILE",
+     .takes_value = true,
+     .type_name = "FILE",
+     .help = "read the password from FILE (mode 600)",
+     .target = &G::password_file,
+     .to_child = true},
+    {.flags = "--user",
+     .env = "REDLOCK_USER",
+     .takes_value = true,
+     .help = "ACL user for servers whose URL names none",
+     .target = &G::user,
+     .to_child = true},
+    {.flags = "--tls-ca",
+     .env = "REDLOCK_TLS_CA",
+     .takes_value = true,
+     .type_name = "FILE",
+     .help = "CA certificates for rediss:// (default: the system store)",
+     .target = &G::tls_ca,
+     .to_child = true},
+    {.flags = "--tls-cert",
+     .env = "REDLOCK_TLS_CERT",
+     .takes_value = true,
+     .type_name = "FILE",
+     .help = "client certificate for rediss://",
+     .target = &G::tls_cert,
+     .to_child = true},
+    {.flags = "--tls-key",
+     .env = "REDLOCK_TLS_KEY",
+     .takes_value = true,
+     .type_name = "FILE",
+     .help = "client key for rediss://",
+     .target = &G::tls_key,
+     .to_child = true},
+    {.flags = "--tls-server-name",
+     .env = "REDLOCK_TLS_SERVER_NAME",
+     .takes_value = true,
+     .type_name = "NAME",
+     .help = "verify the server certificate against NAME",
+     .target = &G::tls_server_name,
+     .to_child = true},
+    {.flags = "--tls-insecure",
+     .env = "REDLOCK_TLS_INSECURE",
+     .takes_value = false,
+     .help = "do not verify server certificates (warns)",
+     .target = &G::tls_insecure,
+     .to_child = true},
+    {.flags = "--json",
+     .env = "REDLOCK_JSON",
+     .takes_value = false,
+     .help = "print exactly one JSON object on stdout",
+     .target = &G::json},
+    {.flags = "-v,--verbose",
+     .env = "REDLOCK_VERBOSE",
+     .takes_value = false,
+     .help = "diagnostics on stderr (repeat for more)",
+     .target = &G::verbose},
+    {.flags = "-q,--quiet",
+     .env = "REDLOCK_QUIET",
+     .takes_value = false,
+     .help = "nothing on stderr but errors (and the --tls-insecure warning)",
+     .target = &G::quiet},
+    {.flags = "--prefix",
+     .env = "REDLOCK_PREFIX",
+     .takes_value = true,
+     .help = "prepended to NAME to form the Redis key",
+     .target = &G::prefix,
+     .to_child = true},
+};
+
+// A flag's value read as CLI11 reads it ("1", "true", "on", "yes"; "0", "false", "off", "no").
+bool flag_value(const std::string& text) {
+  try {
+    return CLI::detail::to_flag_value(text) > 0;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+// WORD is FLAG, or FLAG with its value attached: "--timeout=1s", "-S1.2.3.4:5" (a short option
+// that takes a value), "--json=true" (a long flag; short flags are read as clusters).
+bool names_option(std::string_view word, std::string_view flag, bool takes_value) {
+  if (word == flag) return true;
+  if (word.size() <= flag.size() || !word.starts_with(flag)) return false;
+  if (flag.size() == 2) return takes_value;
+  return word[flag.size()] == '=';
+}
+
+}  // namespace
+
+std::span<const OptionRow<GlobalOptions>> global_options() {
+  return kGlobalOptions;
+}
+
+bool global_takes_value(std::string_view word) {
+  for (const auto& row : kGlobalOptions) {
+    bool found = false;
+    for_each_flag(row.flags, [&](std::string_view flag) { found = found || word == flag; });
+    if (found) return row.takes_value;
+  }
+  return false;
+}
+
+bool is_global_option(std::string_view word) {
+  for (const auto& row : kGlobalOptions) {
+    bool found = false;
+    for_each_flag(row.flags,
+                  [&](std::string_view flag) { found = found || names_option(word, flag, row.takes_value); });
+    if (found) return true;
+  }
+  // -v, -vv, -q, -qv …
+  return word.size() >= 2 && word[0] == '-' && word[1] != '-' &&
+         word.find_first_not_of("vq", 1) == std::string_view::npos;
+}
+
+bool global_flag_set(const std::vector<std::string>& words, std::string_view long_name) {
+  const OptionRow<GlobalOptions>* row = find_row(global_options(), long_name);
+  for (std::size_t i = 1; i < words.size(); ++i) {
+    std::string_view a = words[i];
+    if (a == "--") break;
+    if (a == long_name) return true;
+    if (a.starts_with(long_name) && a.size() > long_name.size() && a[long_name.size()] == '=')
+      return flag_value(std::string(a.substr(long_name.size() + 1)));
+  }
+  const char* env = row && !row->env.empty() ? std::getenv(std::string(row->env).c_str()) : nullptr;
+  return env && *env && flag_value(env);
+}
+
+void setup_global_options(CLI::App& app, GlobalOptions& o) {
+  add_option_rows(app, o, global_options());
+  app.footer(
+      "Every Env: variable (and REDLOCK_SERVERS, REDLOCK_PASSWORD) may also be set in the configuration file, "
+      "below the environment: $REDLOCK_CONFIG, else $XDG_CONFIG_HOME/redlock/config (~/.config/redlock/config), "
+      "else /etc/redlock/config. See redlock(1).");
+}
+
+std::set<std::string> option_variables(const CLI::App& app) {
+  std::set<std::string> out{std::string(kPasswordVariable)};
+  for (const auto& row : kGlobalOptions) {
+    if (row.env_by_hand) out.emplace(row.env);
+  }
+  for (const CLI::Option* option : app.get_options()) {
+    if (!option->get_envname().empty()) out.insert(option->get_envname());
+  }
+  for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
+    auto more = option_variables(*sub);
+    out.insert(more.begin(), more.end());
+  }
+  return out;
+}
+
+void child_settings(const GlobalOptions& options, std::vector<std::pair<std::string, std::string>>& set,
+                    std::vector<std::string>& unset) {
+  for (const auto& row : kGlobalOptions) {
+    if (!row.to_child) continue;
+    std::string value;
+    if (auto text = std::get_if<std::string GlobalOptions::*>(&row.target)) value = options.**text;
+    if (auto flag = std::get_if<bool GlobalOptions::*>(&row.target)) value = options.**flag ? "1" : "";
+    if (value.empty()) {
+      unset.emplace_back(row.env);
+    } else {
+      set.emplace_back(std::string(row.env), std::move(value));
+    }
+  }
+}
+
+bool given_on_command_line(const GlobalOptions& options, std::initializer_list<std::string_view> names) {
+  for (std::string_view word : options.words) {
+    for (std::string_view name : names) {
+      if (word == name) return true;
+      if (word.size() <= name.size() || !word.starts_with(name)) continue;
+      // "--wait=5s", or "-w5s" for a short one.
+      if (name.size() == 2 || word[name.size()] == '=') return true;
+    }
+  }
+  return false;
+}
+
+Duration request_timeout(const GlobalOptions& options) {
+  if (!options.parsed_timeout) options.parsed_timeout = duration_option(options.timeout, "--timeout", false);
+  return *options.parsed_timeout;
+}
+
+LockKeys lock_keys(const GlobalOptions& options, const std::string& name) {
+  if (name.empty()) usage_error("NAME must not be empty");
+  const std::string key = options.prefix + name;
+  if (is_helper_key(key)) {
+    usage_error("NAME '" + printable(name) + "' ends as redlock's helper keys do (:redlock:fence, :redlock:owner, " +
+                ":redlock:wake); another lock's owner record could overwrite it");
+  }
+  return derive_keys(key);
+}
+
+Duration duration_option(const std::string& text, const char* what, bool allow_zero) {
+  Duration d = parse_duration(text, what);
+  if (!allow_zero && d <= Duration::zero()) usage_error(std::string(what) + ": must be more than zero");
+  return d;
+}
+
+Duration ttl_option(const std::string& text, const char* what) {
+  Duration d = duration_option(text, what, false);
+  auto ms = std::chrono::duration_cast<Millis>(d);
+  if (ms.count() < 1) usage_error(std::string(what) + ": must be at least 1ms");
+  return ms;
+}
+
+void refuse_empty_token(const GlobalOptions& global, const std::string& token) {
+  if (token.empty() && given_on_command_line(global, {"--token"})) usage_error("--token: must not be empty");
+}
+
+namespace {
+
+std::string read_token_file(const std::string& path) {
+  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK));
+  if (!fd) config_error("--token-file '" + printable(path) + "': " + std::strerror(errno));
+  std::string content;
+  char buf[4096];
+  for (ssize_t n; (n = ::read(fd.get(), buf, sizeof buf)) != 0;) {
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) config_error("--token-file '" + printable(path) + "': " + std::strerror(errno));
+    content.append(buf, static_cast<std::size_t>(n));
+    if (content.size() > 64 * 1024) config_error("--token-file '" + printable(path) + "' is too large for a token");
+  }
+  std::string token = content.substr(0, content.find('\n'));
+  if (token.empty()) config_error("--token-file '" + printable(path) + "' holds no token");
+  return token;
+}
+
+std::optional<std::string> env(const char* name) {
+  const char* v = std::getenv(name);
+  if (!v) return std::nullopt;
+  return std::string(v);
+}
+
+}  // namespace
+
+std::string held_token(const GlobalOptions& global, const std::string& token, const std::string& token_file,
+                       const std::string& key, bool inherit) {
+  refuse_empty_token(global, token);
+  const bool file_flag = given_on_command_line(global, {"--token-file"});
+  if (given_on_command_line(global, {"--token"}) && file_flag) {
+    usage_error("give either --token TOKEN or --token-file FILE, not both");
+  }
+  if (!token.empty() && !file_flag) return token;
+  if (!token_file.empty()) return read_token_file(token_file);
+  if (!token.empty()) return token;
+  return inherit ? inherited_token(global, key).value_or("") : "";
+}
+
+std::optional<std::string> inherited_token(const GlobalOptions& options, const std::string& key) {
+  const auto locks = enclosing_locks();
+  if (locks.empty()) {
+    auto token = env("REDLOCK_TOKEN");
+    if (!token || token->empty()) return std::nullopt;
+    return token;
+  }
+  if (auto* lock = find_enclosing(locks, key, servers_signature(configured_servers(options)))) return lock->token;
+  return std::nullopt;
+}
+
+std::string default_owner() {
+  std::string user;
+  if (const passwd* pw = getpwuid(geteuid())) user = pw->pw_name;
+  if (user.empty()) user = env("USER").value_or("uid" + std::to_string(geteuid()));
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  std::string owner = user + "@" + host + ":" + std::to_string(getpid());
+  // The job of a CI system, where one is recognised, says more than a runner's host name.
+  for (const char* var : {"GITHUB_RUN_ID", "CI_JOB_ID", "BUILDKITE_JOB_ID", "CIRCLE_WORKFLOW_JOB_ID", "BUILD_TAG"}) {
+    if (auto v = env(var); v && !v->empty()) {
+      owner += std::string(" ") + var + "=" + *v;
+      break;
+    }
+  }
+  return owner;
+}
+
+}  // namespace redlock::cli

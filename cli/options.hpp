@@ -1,0 +1,135 @@
+// The options, as tables: one row per option, its flags, its REDLOCK_* variable, whether it takes
+// a value, its help, where its value goes and whether `run` hands it on to its command. The rows
+// drive CLI11 (option_table.hpp), the pre-scan of main.cpp, the variables a configuration file may
+// set, what a nested call inherits, and tests/man/documented_options.py (which reads the
+// `.flags = "..."` of every row). Adding an option is adding a row.
+#pragma once
+
+#include <initializer_list>
+#include <optional>
+#include <set>
+#include <span>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "config.hpp"
+#include "core/lock/keys.hpp"
+#include "core/util/clock.hpp"
+
+namespace CLI {
+class App;
+class Validator;
+}  // namespace CLI
+
+namespace redlock::cli {
+
+// One option of SETTINGS, the struct its value is parsed into.
+template <class Settings>
+struct OptionRow {
+  using Target = std::variant<std::string Settings::*, bool Settings::*, int Settings::*, double Settings::*,
+                              std::vector<std::string> Settings::*>;
+  std::string_view flags;           // CLI11's names: "-w,--wait"
+  std::string_view env = {};        // its REDLOCK_* variable; empty when none
+  bool takes_value = false;         // else a flag (into an int: counted, -vv)
+  std::string_view type_name = {};  // "DUR"; empty: CLI11's own
+  std::string_view help = {};
+  Target target = {};
+  bool to_child = false;      // `run` hands it on to its command as ENV (set, or unset when empty)
+  bool show_default = false;  // --help shows the default
+  bool repeatable = false;    // one value per occurrence, all kept (-S URL -S URL)
+  CLI::Validator (*check)() = nullptr;
+  bool env_by_hand = false;  // ENV is read by the code, not by CLI11 (REDLOCK_SERVERS: see configured_servers)
+};
+
+// The global options, typed. Durations are kept as given (for messages and for `run`'s child) and
+// parsed once, when first needed (request_timeout).
+struct GlobalOptions {
+  std::vector<std::string> servers;
+  std::string timeout = "100ms";
+  std::string password_file;
+  std::string user;
+  std::string tls_ca;
+  std::string tls_cert;
+  std::string tls_key;
+  std::string tls_server_name;
+  bool tls_insecure = false;
+  bool json = false;
+  int verbose = 0;
+  bool quiet = false;
+  std::string prefix;
+  // The command line's words up to "--", to tell an option given there from one that came from
+  // the environment (see given_on_command_line).
+  std::vector<std::string> words;
+  ConfigFile config;
+  mutable std::optional<Duration> parsed_timeout;  // see request_timeout
+};
+
+// The global options' rows, and the variables read without an option (REDLOCK_PASSWORD).
+std::span<const OptionRow<GlobalOptions>> global_options();
+inline constexpr std::string_view kServersVariable = "REDLOCK_SERVERS";
+inline constexpr std::string_view kPasswordVariable = "REDLOCK_PASSWORD";
+
+// What the pre-scan needs to know of WORD without CLI11: whether it is a global option that takes
+// a value ("--timeout", "-S"), and whether it is one at all, its value attached or not
+// ("--timeout=1s", "-S1.2.3.4:5", "--json=true", "-vq").
+bool global_takes_value(std::string_view word);
+bool is_global_option(std::string_view word);
+// The global flag with long name LONG ("--json"), given as a word of WORDS (before any "--") or
+// else in its variable, read as CLI11 reads a flag's value. Known even when parsing fails.
+bool global_flag_set(const std::vector<std::string>& words, std::string_view long_name);
+
+// Calls FN(name) for each of FLAGS' names with its dashes: "-w", "--wait".
+template <class Fn>
+void for_each_flag(std::string_view flags, Fn fn) {
+  while (!flags.empty()) {
+    const std::size_t comma = std::min(flags.find(','), flags.size());
+    fn(flags.substr(0, comma));
+    flags.remove_prefix(std::min(comma + 1, flags.size()));
+  }
+}
+
+// Whether one of NAMES ("-w", "--wait") is on the command line itself, not only in the
+// environment: where two options exclude each other, a flag beats the environment.
+bool given_on_command_line(const GlobalOptions& options, std::initializer_list<std::string_view> names);
+
+// Binds the global options (and their REDLOCK_* variables) to APP.
+void setup_global_options(CLI::App& app, GlobalOptions& options);
+// Every REDLOCK_* variable that an option of APP (and of its subcommands) reads, and those read
+// without CLI11 (REDLOCK_SERVERS, REDLOCK_PASSWORD): what a configuration file may set.
+std::set<std::string> option_variables(const CLI::App& app);
+// The environment `run` gives its command for the global options marked to_child: NAME=VALUE
+// pairs to set, and names to unset.
+void child_settings(const GlobalOptions& options, std::vector<std::pair<std::string, std::string>>& set,
+                    std::vector<std::string>& unset);
+
+// --timeout, parsed on first use (a usage error then), once.
+Duration request_timeout(const GlobalOptions& options);
+
+// The Redis key for NAME (prefix + NAME) and its helper keys; NAME must not be empty.
+LockKeys lock_keys(const GlobalOptions& options, const std::string& name);
+
+// The token to use for lock KEY when no --token was given: inside `run`'s child, the token of the
+// enclosing run whose lock KEY is on these servers (never another lock's: sibling workers that
+// take a second lock must exclude each other); outside any run, REDLOCK_TOKEN. nullopt when none.
+std::optional<std::string> inherited_token(const GlobalOptions& options, const std::string& key);
+// A --token given empty on the command line is a usage error: a script's unset variable
+// (--token "$T") must not fall back to REDLOCK_TOKEN or to a new token.
+void refuse_empty_token(const GlobalOptions& global, const std::string& token);
+// The token of a held lock KEY for extend and release: --token, else the first line of
+// --token-file (as acquire --token-file writes it: a token need never be in argv, where ps shows
+// it), else, when INHERIT, inherited_token. Empty when there is none. Both options on the command
+// line are a usage error; a file that cannot be read or holds no token is a configuration error.
+std::string held_token(const GlobalOptions& global, const std::string& token, const std::string& token_file,
+                       const std::string& key, bool inherit);
+
+// Parses a duration option; ALLOW_ZERO false makes 0 a usage error too.
+Duration duration_option(const std::string& text, const char* what, bool allow_zero);
+// A TTL in whole milliseconds, at least 1 ms.
+Duration ttl_option(const std::string& text, const char* what);
+
+// The default --owner: user@host:pid, plus the CI job when a known CI variable is set.
+std::string default_owner();
+
+}  // namespace redlock::cli
