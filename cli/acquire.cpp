@@ -100,9 +100,9 @@ const OptionRow<A> kAcquireOptions[] = {
 
 }  // namespace
 
-void add_acquire_options(CLI::App& sub, AcquireOptions& o) {
+void add_acquire_options(CLI::App& sub, AcquireOptions& o, const GlobalOptions& global) {
   sub.add_option("NAME", o.name, "the lock's name")->required();
-  add_option_rows(sub, o, std::span<const OptionRow<A>>(kAcquireOptions));
+  add_option_rows(sub, o, std::span<const OptionRow<A>>(kAcquireOptions), global);
 }
 
 namespace {
@@ -378,7 +378,7 @@ int run_acquire(const AcquireOptions& o, const GlobalOptions& global) {
 void setup_acquire(CLI::App& app, const GlobalOptions& global, Action& action) {
   auto options = std::make_shared<AcquireOptions>();
   auto* sub = app.add_subcommand("acquire", "take the lock and print its token");
-  add_acquire_options(*sub, *options);
+  add_acquire_options(*sub, *options, global);
   sub->callback([options, &global, &action] { action = [options, &global] { return run_acquire(*options, global); }; });
 }
 

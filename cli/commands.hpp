@@ -45,7 +45,7 @@ struct AcquirePlan {
   std::optional<std::int64_t> enclosing_fence;  // the enclosing run's fence, when Enclosing
 };
 
-void add_acquire_options(CLI::App& sub, AcquireOptions& options);
+void add_acquire_options(CLI::App& sub, AcquireOptions& options, const GlobalOptions& global);
 // "NAME: busy: …" or "NAME: still busy when the wait ran out: …" on stderr, unless -q or --json.
 void say_busy(const GlobalOptions& global, const std::string& name, const AcquireResult& r);
 // write_token_file, and when it fails, GIVE_BACK before the configuration error goes on. Nothing

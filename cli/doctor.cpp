@@ -168,7 +168,7 @@ int run_doctor_command(const DoctorCliOptions& o, const GlobalOptions& global) {
 void setup_doctor(CLI::App& app, const GlobalOptions& global, Action& action) {
   auto o = std::make_shared<DoctorCliOptions>();
   auto* sub = app.add_subcommand("doctor", "check that the servers suit Redlock, with a verdict per check");
-  add_option_rows(*sub, *o, std::span<const OptionRow<DoctorCliOptions>>(kDoctorOptions));
+  add_option_rows(*sub, *o, std::span<const OptionRow<DoctorCliOptions>>(kDoctorOptions), global);
   sub->callback([o, &global, &action] { action = [o, &global] { return run_doctor_command(*o, global); }; });
 }
 

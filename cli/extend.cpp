@@ -72,7 +72,7 @@ void setup_extend(CLI::App& app, const GlobalOptions& global, Action& action) {
   auto o = std::make_shared<ExtendOptions>();
   auto* sub = app.add_subcommand("extend", "reset the expiry of a lock held with TOKEN");
   sub->add_option("NAME", o->name, "the lock's name")->required();
-  add_option_rows(*sub, *o, std::span<const OptionRow<E>>(kExtendOptions));
+  add_option_rows(*sub, *o, std::span<const OptionRow<E>>(kExtendOptions), global);
   sub->callback([o, &global, &action] { action = [o, &global] { return run_extend(*o, global); }; });
 }
 

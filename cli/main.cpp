@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string_view>
@@ -190,40 +191,57 @@ const std::pair<const char*, Setup> kCommands[] = {
 
 // Adds the commands to APP. Building a command's options costs more than running most commands:
 // only the one WORD names is built, none for --version alone (WORD null), and all of them for
-// --help or a word that names none. Returns whether WORD named one.
-bool add_commands(CLI::App& app, const GlobalOptions& global, Action& action, const std::string* word) {
-  bool named = false;
+// --help or a word that names none.
+void add_commands(CLI::App& app, const GlobalOptions& global, Action& action, const std::string* word) {
+  const bool named = word != nullptr && is_command(*word);
   for (const auto& [name, setup] : kCommands) {
-    if (word != nullptr && *word == name) {
-      setup(app, global, action);
-      named = true;
-    }
-  }
-  if (!named && word != nullptr) {
-    for (const auto& [name, setup] : kCommands) setup(app, global, action);
+    if (word != nullptr && (!named || *word == name)) setup(app, global, action);
   }
   for (CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) sub->group("Commands");
-  return named;
+}
+
+// The app for the command WORD names (see add_commands), with the global options; of those and
+// the command's, only the ones GLOBAL wants (see option_wanted).
+std::unique_ptr<CLI::App> make_app(GlobalOptions& global, Action& action, const std::string* word) {
+  auto app = std::make_unique<CLI::App>(
+      "redlock: a distributed lock for shell scripts, over N independent Redis masters", "redlock");
+  use_redlock_help(*app);
+  app->set_version_flag("-V,--version", "redlock " REDLOCK_VERSION);
+  app->require_subcommand(1, 1);
+  app->fallthrough();
+  setup_global_options(*app, global);
+  for (CLI::Option* option : app->get_options()) option->group("Global options");
+  add_commands(*app, global, action, word);
+  return app;
+}
+
+// The variables of every option of the command WORD names, or of every command (WORD null).
+std::set<std::string> variables_of(const std::string* word) {
+  GlobalOptions global;
+  Action action;
+  return option_variables(*make_app(global, action, word));
 }
 
 // What a configuration file may set: the variables of every option of every command, found where
-// the options are defined. Those of APP (the command being run) first: building every command's
-// options costs more than most commands, so it is done only for a name APP does not know.
-std::function<bool(const std::string&)> option_variable_check(const CLI::App& app) {
-  return [&app, here = std::optional<std::set<std::string>>(),
+// the options are defined. Those of the command WORD names first: building every command's
+// options costs more than most commands, so it is done only for a name that one does not know.
+std::function<bool(const std::string&)> option_variable_check(const std::string& word) {
+  return [&word, here = std::optional<std::set<std::string>>(),
           all = std::optional<std::set<std::string>>()](const std::string& name) mutable {
-    if (!here) here = option_variables(app);
+    if (!here) here = variables_of(&word);
     if (here->count(name)) return true;
-    if (!all) {
-      CLI::App every;
-      GlobalOptions global;
-      Action action;
-      setup_global_options(every, global);
-      for (const auto& [command, setup] : kCommands) setup(every, global, action);
-      all = option_variables(every);
-    }
+    if (!all) all = variables_of(nullptr);
     return all->count(name) > 0;
   };
+}
+
+// Whether WORDS may ask for help (-h in a cluster of short options too): it lists every option.
+bool wants_help(const Words& words) {
+  for (std::size_t i = 1; i < words.size() && words[i] != "--"; ++i) {
+    const std::string& w = words[i];
+    if (w == "--help" || (w.size() > 1 && w[0] == '-' && w[1] != '-' && w.find('h') != std::string::npos)) return true;
+  }
+  return false;
 }
 
 // The name of option word WORD, without a value that may be attached: "--pasword" of
@@ -398,24 +416,51 @@ int run_command(const CLI::App& app, const Action& action, const GlobalOptions& 
     return fail(global.json, command, exit_code::kInternal, std::string("internal error: ") + e.what());
   }
 }
-}  // namespace
 
-int main(int argc, char** argv) {
-  // A closed stdin, stdout or stderr becomes /dev/null opened for reading: the connections made
-  // later never land on them (a token printed into a Redis connection), and a write there fails
-  // (EBADF) as it would have, so acquire still gives back a lock whose token nobody could see.
+// Parses ARGS with APP. Help, the version and parse errors end here with their status; nullopt
+// when the command is to run. A command line that fails to parse with only the options it names
+// built (GLOBAL.only_named) is parsed again with all of them, so that its error reads as it
+// always has.
+std::optional<int> parse(std::unique_ptr<CLI::App>& app, GlobalOptions& global, Action& action, const Words& words,
+                         std::vector<char*>& args, bool json) {
+  try {
+    app->parse(static_cast<int>(args.size()), args.data());
+  } catch (const CLI::CallForHelp& e) {
+    return checked_stdout("", app->exit(e));
+  } catch (const CLI::CallForAllHelp& e) {
+    return checked_stdout("", app->exit(e));
+  } catch (const CLI::CallForVersion& e) {
+    if (!json) return checked_stdout("", app->exit(e));
+    Json version;
+    version["version"] = 1;
+    version["redlock"] = REDLOCK_VERSION;
+    print_json(version);
+    return checked_stdout("", exit_code::kOk);
+  } catch (const CLI::ParseError& e) {
+    if (global.only_named == nullptr) return parse_failed(*app, e, words, global, json);
+    global.only_named = nullptr;
+    const std::string word = first_word(words);
+    app = make_app(global, action, &word);
+    return parse(app, global, action, words, args, json);
+  }
+  return std::nullopt;
+}
+
+// A closed stdin, stdout or stderr becomes /dev/null opened for reading: the connections made
+// later never land on them (a token printed into a Redis connection), and a write there fails
+// (EBADF) as it would have, so acquire still gives back a lock whose token nobody could see.
+void fill_standard_descriptors() {
   for (int fd = 0; fd <= 2; ++fd) {
     if (fcntl(fd, F_GETFD) < 0 && errno == EBADF && open("/dev/null", O_RDONLY) != fd) break;
   }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  fill_standard_descriptors();
   GlobalOptions global;
   Action action;
-  CLI::App app{"redlock: a distributed lock for shell scripts, over N independent Redis masters", "redlock"};
-  use_redlock_help(app);
-  app.set_version_flag("-V,--version", "redlock " REDLOCK_VERSION);
-  app.require_subcommand(1, 1);
-  app.fallthrough();
-  setup_global_options(app, global);
-  for (CLI::Option* option : app.get_options()) option->group("Global options");
   Words words(argv, argv + argc);
   try {
     words = help_words(words);
@@ -424,36 +469,21 @@ int main(int argc, char** argv) {
   }
   const std::string word = first_word(words);
   const bool version_only = word.empty() && wants_version(words);
-  const bool named = add_commands(app, global, action, version_only ? nullptr : &word);
-
   if (!version_only) {
-    // Before parsing: its settings are read as the environment's are, below them.
+    // Before the options are built and parsed: its settings count as the environment's, below them.
     try {
-      global.config = load_config_file(option_variable_check(app));
+      global.config = load_config_file(option_variable_check(word));
     } catch (const Error& e) {
-      return fail(wants_json(words), named ? word : "", exit_code::kConfig, e.what());
+      return fail(wants_json(words), is_command(word) ? word : "", exit_code::kConfig, e.what());
     }
   }
-  if (word == "run") words = end_run_options(*app.get_subcommand("run"), words, command_index(words));
+  if (is_command(word) && !wants_help(words)) global.only_named = &words;
+  auto app = make_app(global, action, version_only ? nullptr : &word);
+  if (word == "run") words = end_run_options(*app->get_subcommand("run"), words, command_index(words));
   const bool json = wants_json(words);
   for (std::size_t i = 1; i < words.size() && words[i] != "--"; ++i) global.words.push_back(words[i]);
   Words parsed = words;
   std::vector<char*> args = globals_first(parsed);
-  try {
-    app.parse(static_cast<int>(args.size()), args.data());
-  } catch (const CLI::CallForHelp& e) {
-    return checked_stdout("", app.exit(e));
-  } catch (const CLI::CallForAllHelp& e) {
-    return checked_stdout("", app.exit(e));
-  } catch (const CLI::CallForVersion& e) {
-    if (!json) return checked_stdout("", app.exit(e));
-    Json version;
-    version["version"] = 1;
-    version["redlock"] = REDLOCK_VERSION;
-    print_json(version);
-    return checked_stdout("", exit_code::kOk);
-  } catch (const CLI::ParseError& e) {
-    return parse_failed(app, e, words, global, json);
-  }
-  return run_command(app, action, global);
+  if (auto status = parse(app, global, action, words, args, json)) return *status;
+  return run_command(*app, action, global);
 }

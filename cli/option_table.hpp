@@ -35,9 +35,13 @@ CLI::Option* add_option_row(CLI::App& app, Settings& settings, const OptionRow<S
   return option;
 }
 
+// The rows of ROWS that GLOBAL wants built (see option_wanted).
 template <class Settings>
-void add_option_rows(CLI::App& app, Settings& settings, std::span<const OptionRow<Settings>> rows) {
-  for (const auto& row : rows) add_option_row(app, settings, row);
+void add_option_rows(CLI::App& app, Settings& settings, std::span<const OptionRow<Settings>> rows,
+                     const GlobalOptions& global) {
+  for (const auto& row : rows) {
+    if (option_wanted(global, row.flags, row.env)) add_option_row(app, settings, row);
+  }
 }
 
 // The check of an option that is an exit status.

@@ -170,8 +170,24 @@ bool global_flag_set(const std::vector<std::string>& words, std::string_view lon
   return env && *env && flag_value(env);
 }
 
+bool option_wanted(const GlobalOptions& global, std::string_view flags, std::string_view env) {
+  if (global.only_named == nullptr) return true;
+  if (!env.empty() && std::getenv(std::string(env).c_str()) != nullptr) return true;
+  bool named = false;
+  for_each_flag(flags, [&](std::string_view flag) {
+    for (std::string_view w : *global.only_named) {
+      if (flag.starts_with("--")) {
+        named = named || w == flag || (w.size() > flag.size() && w.starts_with(flag) && w[flag.size()] == '=');
+      } else if (flag.size() == 2) {
+        named = named || (w.size() > 1 && w[0] == '-' && w[1] != '-' && w.find(flag[1], 1) != std::string_view::npos);
+      }
+    }
+  });
+  return named;
+}
+
 void setup_global_options(CLI::App& app, GlobalOptions& o) {
-  add_option_rows(app, o, global_options());
+  add_option_rows(app, o, global_options(), o);
   app.footer(
       "Every Env: variable (and REDLOCK_SERVERS, REDLOCK_PASSWORD) may also be set in the configuration file, "
       "below the environment: $REDLOCK_CONFIG, else $XDG_CONFIG_HOME/redlock/config (~/.config/redlock/config), "

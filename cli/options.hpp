@@ -64,7 +64,18 @@ struct GlobalOptions {
   std::vector<std::string> words;
   ConfigFile config;
   mutable std::optional<Duration> parsed_timeout;  // see request_timeout
+  // When set, only the options named in these words or set in their variable are built (see
+  // option_wanted); else all of them.
+  const std::vector<std::string>* only_named = nullptr;
 };
+
+// Whether the option of FLAGS and variable ENV is to be built for this command line. Building an
+// option costs more than most commands' work, and one that no word names and no variable sets
+// can change nothing, so only those are built, unless GLOBAL.only_named is unset (help lists
+// every option, and an error is reported as the whole command line makes it). A word names an
+// option as CLI11 could read it: "--wait", "--wait=5s", or a short "-w" in any word of one dash
+// ("-nw5s"); naming more is harmless.
+bool option_wanted(const GlobalOptions& global, std::string_view flags, std::string_view env);
 
 // The global options' rows, and the variables read without an option (REDLOCK_PASSWORD).
 std::span<const OptionRow<GlobalOptions>> global_options();

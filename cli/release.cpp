@@ -67,7 +67,7 @@ void setup_release(CLI::App& app, const GlobalOptions& global, Action& action) {
   auto o = std::make_shared<ReleaseOptions>();
   auto* sub = app.add_subcommand("release", "delete the lock if it holds TOKEN (or whoever holds it, --force)");
   sub->add_option("NAME", o->name, "the lock's name")->required();
-  add_option_rows(*sub, *o, std::span<const OptionRow<Rel>>(kReleaseOptions));
+  add_option_rows(*sub, *o, std::span<const OptionRow<Rel>>(kReleaseOptions), global);
   sub->callback([o, &global, &action] { action = [o, &global] { return run_release(*o, global); }; });
 }
 

@@ -562,16 +562,17 @@ const OptionRow<R> kRunOptions[] = {
 void setup_run(CLI::App& app, const GlobalOptions& global, Action& action) {
   auto o = std::make_shared<RunOptions>();
   auto* sub = app.add_subcommand("run", "hold the lock for exactly as long as a command runs");
-  add_acquire_options(*sub, o->acquire);
+  add_acquire_options(*sub, o->acquire, global);
   sub->add_option("CMD", o->argv,
                   "the command and its arguments: from the first word after NAME that is no option (or after --)");
   const std::span<const OptionRow<R>> rows(kRunOptions);
-  add_option_rows(*sub, *o, rows);
+  add_option_rows(*sub, *o, rows, global);
   // Given, on the command line or in its variable: only then is a --kill-after cut to the TTL worth a warning.
   const auto* kill_after_row = find_row(rows, "--kill-after");
-  auto* kill_after = sub->get_option("--kill-after");
+  auto* kill_after = sub->get_option_no_throw("--kill-after");  // not built when nothing names it
   sub->callback([o, kill_after, kill_after_row, &global, &action] {
-    o->kill_after_given = kill_after->count() > 0 || std::getenv(std::string(kill_after_row->env).c_str());
+    o->kill_after_given =
+        (kill_after && kill_after->count() > 0) || std::getenv(std::string(kill_after_row->env).c_str());
     action = [o, &global] { return run_run(*o, global); };
   });
 }
