@@ -23,6 +23,7 @@ import queue
 import random
 import re
 import shlex
+import shutil
 import signal
 import statistics
 import subprocess
@@ -750,6 +751,30 @@ class Bench:
                             runs=self.fast["runs"] * 2, rounds=self.fast["rounds"])
         self.timed_line("startup", "start-up: `redlock --version`", st["redlock"], st["true"], "`/bin/true`")
         self.timed_line("startup", "start-up: `redlock --version`", st["redlock"], st["redis-cli"], "`redis-cli --version`")
+        self.startup_instructions()
+
+    def startup_instructions(self):
+        """Instructions of one `acquire -n` on 5 servers, by callgrind: a count a busy machine does not blur."""
+        if not shutil.which("valgrind"):
+            self.line("startup", "instructions of `acquire -n`, 5 servers", {"text": "—"}, {"text": "valgrind not installed"})
+            return
+        c5 = self.cluster(5)
+        env = {k: v for k, v in self.env.items() if not k.startswith("REDLOCK_")}
+        counts = []
+        for i in range(1 if self.quick else 3):
+            out = self.path("callgrind.%d" % i)
+            # Under valgrind a request is ~50 times slower: a longer deadline than the 100ms default.
+            argv = ["valgrind", "--tool=callgrind", "--callgrind-out-file=" + out, self.bin, "-S", c5.spec(),
+                    "--timeout", "5s", "acquire", "-n", "bench-instructions-%d" % i]
+            r = subprocess.run(argv, capture_output=True, timeout=120, env=env)
+            m = re.search(r"Collected : (\d+)", r.stderr.decode(errors="replace"))
+            if r.returncode != 0 or not m:
+                raise RuntimeError("callgrind acquire -n: exit %d" % r.returncode)
+            counts.append(int(m.group(1)))
+        ours = min(counts)
+        self.line("startup", "instructions of `acquire -n`, 5 servers (callgrind)",
+                  {"value": ours, "unit": "instructions", "text": "{:,}".format(ours), "runs": counts},
+                  {"text": "—"}, None, "≤ 650,000", ours <= 650000)
 
     # ---- output ---------------------------------------------------------------------------------
 
