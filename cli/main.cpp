@@ -215,11 +215,11 @@ std::unique_ptr<CLI::App> make_app(GlobalOptions& global, Action& action, const 
   return app;
 }
 
-// The variables of every option of the command WORD names, or of every command (WORD null).
-std::set<std::string> variables_of(const std::string* word) {
+// The variables of every option of the command WORD names, or of every command when it names none.
+std::set<std::string> variables_of(const std::string& word) {
   GlobalOptions global;
   Action action;
-  return option_variables(*make_app(global, action, word));
+  return option_variables(*make_app(global, action, &word));
 }
 
 // What a configuration file may set: the variables of every option of every command, found where
@@ -228,9 +228,9 @@ std::set<std::string> variables_of(const std::string* word) {
 std::function<bool(const std::string&)> option_variable_check(const std::string& word) {
   return [&word, here = std::optional<std::set<std::string>>(),
           all = std::optional<std::set<std::string>>()](const std::string& name) mutable {
-    if (!here) here = variables_of(&word);
+    if (!here) here = variables_of(word);
     if (here->count(name)) return true;
-    if (!all) all = variables_of(nullptr);
+    if (!all) all = variables_of("");
     return all->count(name) > 0;
   };
 }
