@@ -9,6 +9,7 @@
 #include "core/lock/scripts.hpp"
 #include "core/lock/token.hpp"
 #include "core/lock/wait_plan.hpp"
+#include "core/lock/wakeups.hpp"
 #include "core/util/duration.hpp"
 #include "core/util/error.hpp"
 
@@ -306,6 +307,35 @@ ReleaseResult release_result(const Network& network, const Round& round, bool fo
   return res;
 }
 
+// Only the shape of an acquire answer matters for counting; read_vote tells the details.
+Vote::Kind classify_acquire(const Result& r) {
+  if (!r.ok() || r.reply.type != Reply::Type::Array || r.reply.elements.empty()) return Vote::Kind::Failed;
+  auto state = r.reply.elements[0].as_integer();
+  if (!state) return Vote::Kind::Failed;
+  return *state > 0 ? Vote::Kind::Yes : Vote::Kind::No;
+}
+
+// The round trips of the answers that say how fast the servers answer now: busy ones included.
+std::vector<std::optional<Duration>> answer_latencies(const std::vector<ServerReport>& servers) {
+  std::vector<std::optional<Duration>> out;
+  for (const auto& s : servers) {
+    if (s.ok || s.result == "busy" || s.result == "foreign") out.push_back(s.latency);
+  }
+  return out;
+}
+
+// A wait that ended (interrupted, or at its deadline) with RES as its last attempt.
+AcquireResult end_of_wait(AcquireResult res, bool interrupted, bool short_of_quorum) {
+  if (interrupted) {
+    res.outcome = AcquireOutcome::Interrupted;
+  } else if (short_of_quorum) {
+    res.message += "; still no quorum when the wait ended after " + format_duration(res.elapsed);
+  } else {
+    res.outcome = AcquireOutcome::TimedOut;
+  }
+  return res;
+}
+
 }  // namespace
 
 // A value the acquire script left on a quorum: every server raised its counter in the same step as
@@ -443,25 +473,28 @@ void check_duplicates(const std::vector<std::optional<Result>>& results) {
   }
 }
 
+struct Redlock::Votes {
+  // Per server: took the lock; may hold it (took it, or its answer is still out or unreadable:
+  // the request may yet run there). Those that said busy or refused cannot hold our token.
+  std::vector<bool> holds, may_hold;
+  std::vector<std::int64_t> counters;  // the fencing counters of those that took it
+  std::vector<std::int64_t> busy_pttl;
+  std::vector<std::optional<std::string>> busy_records;
+  std::size_t free_now = 0;  // took it, or found no key at all
+  bool duplicate = false;    // a server turned out to be another configured one
+  Duration took{};           // from the round's start to its decision
+};
+
 AcquireResult Redlock::attempt(const LockSpec& spec) {
-  const std::string ttl_ms = ms_string(spec.ttl);
   const std::string owner = owner_record(spec.owner, spec.ttl);
   Round round(network_, [&](std::size_t) {
     return Request::eval(kAcquireScript, {spec.keys.lock, spec.keys.fence, spec.keys.owner},
-                         {spec.token, ttl_ms, owner, spec.keys.channel});
+                         {spec.token, ms_string(spec.ttl), owner, spec.keys.channel});
   });
-  const std::size_t n = network_.size();
-  auto classify = [](const Result& r) {
-    // Only the shape matters for counting; read_vote tells the details.
-    if (!r.ok() || r.reply.type != Reply::Type::Array || r.reply.elements.empty()) return Vote::Kind::Failed;
-    auto state = r.reply.elements[0].as_integer();
-    if (!state) return Vote::Kind::Failed;
-    return *state > 0 ? Vote::Kind::Yes : Vote::Kind::No;
-  };
   Tally tally;
   network_.run_until(
       [&] {
-        tally = count(round.results(), classify);
+        tally = count(round.results(), classify_acquire);
         return tally.decided();
       },
       kNever);
@@ -472,90 +505,97 @@ AcquireResult Redlock::attempt(const LockSpec& spec) {
   res.token = spec.token;
   res.ttl = spec.ttl;
   // Reported as every answer in by now (settle may have heard more than the deciding quorum).
-  res.tally = count(round.results(), classify);
-  TimePoint decided_at = network_.now();
-  Duration valid = validity(spec.ttl, decided_at - round.started(), spec.drift);
+  res.tally = count(round.results(), classify_acquire);
+  const Duration took = network_.now() - round.started();
+  Votes votes = read_votes(round, res);
+  votes.took = took;
+  if (tally.won() && validity(spec.ttl, took, spec.drift) > spec.min_validity && !votes.duplicate) {
+    res.owner_record = owner;
+    return finish_won(spec, round, tally, votes, std::move(res));
+  }
+  release_taken(spec, votes.holds, votes.may_hold);
+  if (votes.duplicate) check_duplicates(round.results());
+  finish_lost(spec, round, tally, votes, res);
+  return res;
+}
 
-  // What each server needs after a failed attempt: those that took the lock, and those whose answer
-  // is still out (or timed out: the request may yet run there) get a release; those that said busy
-  // or refused the request cannot hold our token.
-  std::vector<bool> holds(n, false);
-  std::vector<bool> may_hold(n, false);
-  std::vector<std::int64_t> busy_pttl;
-  std::vector<std::int64_t> counters;  // of the servers that took it
-  std::vector<std::optional<std::string>> busy_records;
-  std::size_t free_now = 0;
+Redlock::Votes Redlock::read_votes(const Round& round, AcquireResult& res) const {
+  const std::size_t n = network_.size();
+  Votes votes;
+  votes.holds.assign(n, false);
+  votes.may_hold.assign(n, false);
   for (std::size_t i = 0; i < n; ++i) {
     const auto& result = round.results()[i];
     Vote v = read_vote(network_, i, result);
     if (v.kind == Vote::Kind::Yes) {
-      holds[i] = true;
-      ++free_now;
-      counters.push_back(v.counter);
+      votes.holds[i] = true;
+      ++votes.free_now;
+      votes.counters.push_back(v.counter);
     } else if (v.kind == Vote::Kind::No) {
-      if (v.pttl == -2) ++free_now;
-      busy_pttl.push_back(v.pttl);
-      busy_records.push_back(v.record);
+      if (v.pttl == -2) ++votes.free_now;
+      votes.busy_pttl.push_back(v.pttl);
+      votes.busy_records.push_back(v.record);
       res.holder_announces = res.holder_announces || v.announces;
     }
-    // A reply we could not read, or a failure after which the script may have run, may hold too.
-    may_hold[i] = v.kind == Vote::Kind::Yes || !result ||
-                  (v.kind == Vote::Kind::Failed && (result->ok() || unsure_whether_run(result->failure)));
+    votes.may_hold[i] = v.kind == Vote::Kind::Yes || !result ||
+                        (v.kind == Vote::Kind::Failed && (result->ok() || unsure_whether_run(result->failure)));
+    votes.duplicate =
+        votes.duplicate || (result && (result->failure == Failure::Duplicate || result->failure == Failure::Config));
     res.servers.push_back(std::move(v.report));
   }
-  bool duplicate = std::any_of(round.results().begin(), round.results().end(), [](const auto& r) {
-    return r && (r->failure == Failure::Duplicate || r->failure == Failure::Config);
-  });
+  return votes;
+}
 
-  if (tally.won() && valid > spec.min_validity && !duplicate) {
-    res.owner_record = owner;
-    TimePoint valid_until = round.started() + spec.ttl - drift_allowance(spec.ttl, spec.drift);
-    if (faults::enabled("no-validity")) valid_until = kNever;
-    std::optional<std::int64_t> fence = agreed_fence(counters, tally.needed());
-    std::string duplicate_error;
-    if (fence) {
-      spread_fence(spec, *fence, round.results());
-    } else {
-      fence = write_fence(spec, *std::max_element(counters.begin(), counters.end()), valid_until, duplicate_error);
-    }
-    TimePoint now = network_.now();
-    if (fence && valid_until - now > spec.min_validity && duplicate_error.empty()) {
-      res.outcome = AcquireOutcome::Acquired;
-      res.fence = *fence;
-      res.taken_at = decided_at;
-      res.valid_until = valid_until;
-      res.validity = valid_until - now;
-      return res;
-    }
-    release_taken(spec, holds, may_hold);
-    if (!duplicate_error.empty()) config_error(duplicate_error);
-    res.outcome = AcquireOutcome::NoQuorum;
-    res.message = fence ? too_little_validity(valid_until - now, spec.min_validity)
-                        : "the fencing token could not be stored on a quorum within the validity";
+AcquireResult Redlock::finish_won(const LockSpec& spec, const Round& round, const Tally& tally, const Votes& votes,
+                                  AcquireResult res) {
+  const TimePoint decided_at = network_.now();
+  TimePoint valid_until = round.started() + spec.ttl - drift_allowance(spec.ttl, spec.drift);
+  if (faults::enabled("no-validity")) valid_until = kNever;
+  std::optional<std::int64_t> fence = agreed_fence(votes.counters, tally.needed());
+  std::string duplicate_error;
+  if (fence) {
+    spread_fence(spec, *fence, round.results());
+  } else {
+    const std::int64_t highest = *std::max_element(votes.counters.begin(), votes.counters.end());
+    fence = write_fence(spec, highest, valid_until, duplicate_error);
+  }
+  const TimePoint now = network_.now();
+  if (fence && valid_until - now > spec.min_validity && duplicate_error.empty()) {
+    res.outcome = AcquireOutcome::Acquired;
+    res.fence = *fence;
+    res.taken_at = decided_at;
+    res.valid_until = valid_until;
+    res.validity = valid_until - now;
     return res;
   }
+  release_taken(spec, votes.holds, votes.may_hold);
+  if (!duplicate_error.empty()) config_error(duplicate_error);
+  res.outcome = AcquireOutcome::NoQuorum;
+  res.message = fence ? too_little_validity(valid_until - now, spec.min_validity)
+                      : "the fencing token could not be stored on a quorum within the validity";
+  return res;
+}
 
-  release_taken(spec, holds, may_hold);
-  if (duplicate) check_duplicates(round.results());
+void Redlock::finish_lost(const LockSpec& spec, const Round& round, const Tally& tally, const Votes& votes,
+                          AcquireResult& res) const {
+  const Duration took = votes.took;
+  const Duration valid = validity(spec.ttl, took, spec.drift);
   if (tally.won() && valid > Duration::zero()) {
     res.outcome = AcquireOutcome::NoQuorum;
     res.message = too_little_validity(valid, spec.min_validity);
   } else if (tally.won()) {
     res.outcome = AcquireOutcome::NoQuorum;
-    res.message =
-        "a quorum answered only after the lock's validity had run out (" +
-        std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(decided_at - round.started()).count()) +
-        "ms for a TTL of " + ttl_ms + "ms)";
+    res.message = "a quorum answered only after the lock's validity had run out (" + ms_string(took) +
+                  "ms for a TTL of " + ms_string(spec.ttl) + "ms)";
   } else if (tally.unreachable()) {
     res.outcome = AcquireOutcome::NoQuorum;
     res.message = no_quorum_message(network_, tally, round.results());
   } else {
     res.outcome = AcquireOutcome::Busy;
-    res.holder_free_in = quorum_free_in(n, free_now, busy_pttl);
-    res.holder = busy_holder(busy_records, res.holder_free_in);
+    res.holder_free_in = quorum_free_in(network_.size(), votes.free_now, votes.busy_pttl);
+    res.holder = busy_holder(votes.busy_records, res.holder_free_in);
     res.message = busy_message(*res.holder, res.tally);
   }
-  return res;
 }
 
 void Redlock::release_taken(const LockSpec& spec, const std::vector<bool>& holds, const std::vector<bool>& may_hold) {
@@ -580,38 +620,10 @@ void Redlock::release_taken(const LockSpec& spec, const std::vector<bool>& holds
 
 AcquireResult Redlock::acquire(const LockSpec& spec, const WaitOptions& wait) {
   const TimePoint begin = network_.now();
-  const std::size_t n = network_.size();
-  // Wake-ups are reliable when our subscriptions overlap every quorum that could release.
-  const std::size_t reliable = n - quorum_size(n) + 1;
-
-  struct Wake {
-    bool active = true;
-    bool settled = false;  // the first subscription round is over
-    TimePoint begin;       // when this waiter began to wait: older waiters go first
-    TimePoint deadline;    // the wait's end: no plan goes past it
-    TimePoint next = kNever;
-    // A release (or a retraction) announced while an attempt was out: the plan after that attempt
-    // must not forget it.
-    std::optional<std::size_t> released_waiters;
-    bool retracted = false;
-    std::unique_ptr<WaitPlan> plan;
-  };
-  auto wake = std::make_shared<Wake>();
-  wake->begin = begin;
-  wake->deadline = wait.deadline;
-  wake->plan = std::make_unique<WaitPlan>(wait.retry_delay, seed_++);
-  bool subscribing = false;
+  Wakeups wakeups(network_, spec.keys.channel, spec.ttl, wait.retry_delay, seed_++, begin, wait.deadline);
   auto interrupted = [&] { return wait.interrupted && wait.interrupted(); };
-
-  // Whatever the outcome, the wait is over: no more wake-ups, no subscriptions left open.
-  auto done = [&](AcquireResult res) {
-    wake->active = false;
-    if (subscribing) network_.unsubscribe();
-    return res;
-  };
   for (int attempts = 1;; ++attempts) {
-    wake->released_waiters.reset();
-    wake->retracted = false;
+    wakeups.forget_heard();
     AcquireResult res = attempt(spec);
     res.attempts = attempts;
     TimePoint now = network_.now();
@@ -619,80 +631,24 @@ AcquireResult Redlock::acquire(const LockSpec& spec, const WaitOptions& wait) {
     // While a wait lasts, no quorum is "not yet": servers restarting or frozen for a moment are
     // waited out like a holder. The wait ends with 69 only when its last attempt had no quorum.
     const bool short_of_quorum = res.outcome == AcquireOutcome::NoQuorum && may_recover(res);
-    if ((res.outcome != AcquireOutcome::Busy && !short_of_quorum) || !wait.wait) return done(std::move(res));
-    if (interrupted() || now >= wait.deadline) {
-      if (interrupted()) {
-        res.outcome = AcquireOutcome::Interrupted;
-      } else if (short_of_quorum) {
-        res.message += "; still no quorum when the wait ended after " + format_duration(res.elapsed);
-      } else {
-        res.outcome = AcquireOutcome::TimedOut;
-      }
-      return done(std::move(res));
-    }
+    if ((res.outcome != AcquireOutcome::Busy && !short_of_quorum) || !wait.wait) return res;
+    if (interrupted() || now >= wait.deadline) return end_of_wait(std::move(res), interrupted(), short_of_quorum);
     // The spread unit follows how fast the servers answer now, busy answers included.
-    std::vector<Duration> latencies;
-    for (const auto& s : res.servers) {
-      if (s.latency && (s.result == "busy" || s.result == "foreign" || s.ok)) latencies.push_back(*s.latency);
-    }
-    if (!latencies.empty()) {
-      std::nth_element(latencies.begin(), latencies.begin() + static_cast<std::ptrdiff_t>(latencies.size() / 2),
-                       latencies.end());
-      wake->plan->observe_round_trip(latencies[latencies.size() / 2]);
-    }
-
-    if (!subscribing) {
+    wakeups.observe(answer_latencies(res.servers));
+    if (!wakeups.subscribing()) {
       // Subscribe, then try once more at once: a release between our first attempt and the
       // subscription would otherwise go unheard.
-      subscribing = true;
-      network_.subscribe(spec.keys.channel, [wake, this, ttl = spec.ttl](std::size_t, std::string_view message) {
-        if (!wake->active) return;
-        TimePoint t = network_.now();
-        bool subscribed = network_.subscribed() >= network_.size() - quorum_size(network_.size()) + 1;
-        TimePoint next = wake->next;
-        if (message.rfind("released", 0) == 0) {
-          std::size_t waiters = 1;
-          auto digits = message.substr(std::min<std::size_t>(message.size(), 9));
-          std::from_chars(digits.data(), digits.data() + digits.size(), waiters);
-          wake->released_waiters = waiters;
-          next = wake->plan->on_released(t, next, waiters, t - wake->begin);
-        } else if (message.rfind("retracted", 0) == 0) {
-          wake->retracted = true;
-          next = wake->plan->on_retracted(t, next);
-        } else if (message == "acquired") {
-          wake->released_waiters.reset();
-          next = wake->plan->on_acquired(t, ttl, subscribed);
-        } else if (message == "subscribed" && wake->settled) {
-          // A subscription came back after a break: a release may have gone unheard.
-          next = wake->plan->on_released(t, next, 1, t - wake->begin);
-        }
-        // However a message moves the plan, the wait ends at its deadline: holders that come
-        // and go without announcing a release must not keep a waiter past it.
-        wake->next = std::min(next, wake->deadline);
-      });
-      network_.run_until([&] { return network_.subscribed() >= reliable || interrupted(); },
-                         std::min(wait.deadline, network_.now() + timeout_));
-      wake->settled = true;
+      wakeups.subscribe(network_.now() + timeout_, interrupted);
       continue;
     }
-
-    bool subscribed = network_.subscribed() >= reliable;
     // No quorum is retried like a split vote: a jittered retry delay, not the slow poll.
-    bool split_vote = res.tally.yes > 0 || short_of_quorum;
-    TimePoint next = wake->plan->after_attempt(now, split_vote, res.holder_free_in, subscribed, res.holder_announces);
-    if (wake->released_waiters) next = wake->plan->on_released(now, next, *wake->released_waiters, now - begin);
-    if (wake->retracted) next = wake->plan->on_retracted(now, next);
-    wake->next = std::min(next, wake->deadline);
-    if (wait.on_retry) wait.on_retry(res, wake->next);
-    // Sleep until the plan's time; a wake-up message moves the plan, so wait again for the new one.
-    while (!interrupted() && network_.now() < wake->next) {
-      const TimePoint planned = wake->next;
-      network_.run_until([&] { return interrupted() || wake->next != planned; }, planned);
-    }
-    if (interrupted()) {
+    const bool split_vote = res.tally.yes > 0 || short_of_quorum;
+    TimePoint next = wakeups.plan(now, split_vote, res.holder_free_in, res.holder_announces);
+    if (wait.on_retry) wait.on_retry(res, next);
+    if (!wakeups.sleep(interrupted)) {
       res.outcome = AcquireOutcome::Interrupted;
       res.elapsed = network_.now() - begin;
-      return done(std::move(res));
+      return res;
     }
   }
 }
@@ -872,42 +828,44 @@ ReleaseResult Redlock::release(const LockKeys& keys, const std::string& token, b
   return release_result(network_, round, force);
 }
 
-StatusResult Redlock::status(const LockKeys& keys) {
-  const Round round = read_everywhere(keys);
+namespace {
 
-  StatusResult res;
-  res.elapsed = network_.now() - round.started();
-  res.tally.total = round.results().size();
-  std::map<std::string, std::vector<std::size_t>> holders;  // value -> servers holding it with time left
-  std::size_t free = 0;
-  for (std::size_t i = 0; i < round.results().size(); ++i) {
-    const auto& r = round.results()[i];
-    const Reply* reply = r && r->ok() ? &r->reply : nullptr;
-    if (!reply || reply->type != Reply::Type::Array || reply->elements.size() != 5 ||
-        !reply->elements[2].as_integer()) {
-      ++res.tally.failed;
-      res.servers.push_back(r && r->ok() ? unexpected_report(network_, i, *r) : failure_report(network_, i, r));
-      continue;
-    }
-    ++res.tally.yes;
-    ServerReport rep = answer_report(network_, i, *r, "free", true);
-    rep.type = reply->elements[0].str;
-    rep.ttl_ms = *reply->elements[2].as_integer();
-    if (reply->elements[1].type == Reply::Type::String) rep.value = reply->elements[1].str;
-    if (reply->elements[3].type == Reply::Type::String) rep.owner = reply->elements[3].str;
-    rep.fence = reply->elements[4].as_integer().value_or(0);
-    res.fence = std::max(res.fence, rep.fence);
-    if (rep.type == "none") {
-      ++free;
-    } else if (rep.type != "string") {
-      rep.result = "foreign";
-    } else {
-      rep.result = "held";
-      if (rep.ttl_ms != -2) holders[*rep.value].push_back(i);
-    }
-    res.servers.push_back(std::move(rep));
+// One server's answer to the status script: held, free or foreign (ok), or a failure.
+ServerReport status_report(const Network& network, std::size_t i, const std::optional<Result>& r) {
+  const Reply* reply = r && r->ok() ? &r->reply : nullptr;
+  if (!reply || reply->type != Reply::Type::Array || reply->elements.size() != 5 || !reply->elements[2].as_integer()) {
+    return r && r->ok() ? unexpected_report(network, i, *r) : failure_report(network, i, r);
   }
+  ServerReport rep = answer_report(network, i, *r, "free", true);
+  rep.type = reply->elements[0].str;
+  rep.ttl_ms = *reply->elements[2].as_integer();
+  if (reply->elements[1].type == Reply::Type::String) rep.value = reply->elements[1].str;
+  if (reply->elements[3].type == Reply::Type::String) rep.owner = reply->elements[3].str;
+  rep.fence = reply->elements[4].as_integer().value_or(0);
+  if (rep.type == "string") rep.result = "held";
+  if (rep.type != "string" && rep.type != "none") rep.result = "foreign";
+  return rep;
+}
 
+// How long a quorum still holds the lock: the needed-th longest TTL (no expiry sorts first).
+std::int64_t quorum_ttl(std::vector<std::int64_t> ttls, std::size_t needed) {
+  std::sort(ttls.begin(), ttls.end(), [](std::int64_t a, std::int64_t b) {
+    if (a == -1) return b != -1;
+    if (b == -1) return false;
+    return a > b;
+  });
+  return ttls[needed - 1];
+}
+
+}  // namespace
+
+void judge_status(StatusResult& res) {
+  std::map<std::string, std::vector<const ServerReport*>> holders;  // value -> servers holding it with time left
+  std::size_t free = 0;
+  for (const auto& rep : res.servers) {
+    if (rep.ok && rep.type == "none") ++free;
+    if (rep.ok && rep.result == "held" && rep.ttl_ms != -2) holders[*rep.value].push_back(&rep);
+  }
   const std::size_t needed = res.tally.needed();
   res.no_quorum = res.tally.yes < needed;
   res.state = free >= needed ? LockState::Free : LockState::Partial;
@@ -917,24 +875,29 @@ StatusResult Redlock::status(const LockKeys& keys) {
     if (where.size() < needed) continue;
     res.state = LockState::Held;
     res.token = value;
-    // The lock stays held while a quorum holds it: the needed-th longest TTL.
     std::vector<std::int64_t> ttls;
-    for (auto i : where) ttls.push_back(res.servers[i].ttl_ms);
-    std::sort(ttls.begin(), ttls.end(), [](std::int64_t a, std::int64_t b) {
-      if (a == -1) return b != -1;  // no expiry sorts first (longest)
-      if (b == -1) return false;
-      return a > b;
-    });
-    res.ttl_ms = ttls[needed - 1];
-    for (auto i : where) {
-      const auto& owner = res.servers[i].owner;
-      if (!owner) continue;
-      OwnerRecord record = parse_owner_record(*owner);
-      res.since_unix_ms = record.since_unix_ms;
-      res.owner = record.owner;
-      break;
-    }
+    for (const auto* rep : where) ttls.push_back(rep->ttl_ms);
+    res.ttl_ms = quorum_ttl(std::move(ttls), needed);
+    auto with_owner = std::find_if(where.begin(), where.end(), [](const auto* rep) { return rep->owner.has_value(); });
+    if (with_owner == where.end()) continue;
+    OwnerRecord record = parse_owner_record(*(*with_owner)->owner);
+    res.since_unix_ms = record.since_unix_ms;
+    res.owner = record.owner;
   }
+}
+
+StatusResult Redlock::status(const LockKeys& keys) {
+  const Round round = read_everywhere(keys);
+  StatusResult res;
+  res.elapsed = network_.now() - round.started();
+  res.tally.total = round.results().size();
+  for (std::size_t i = 0; i < round.results().size(); ++i) {
+    ServerReport rep = status_report(network_, i, round.results()[i]);
+    ++(rep.ok ? res.tally.yes : res.tally.failed);
+    res.fence = std::max(res.fence, rep.fence);
+    res.servers.push_back(std::move(rep));
+  }
+  judge_status(res);
   return res;
 }
 

@@ -212,7 +212,17 @@ class Redlock {
   StatusResult status(const LockKeys& keys);
 
  private:
+  struct Votes;
+  // One acquire round: the votes, then the lock (fenced) or what stood in the way.
   AcquireResult attempt(const LockSpec& spec);
+  // What each server answered to the acquire round (their reports go to RES).
+  Votes read_votes(const Round& round, AcquireResult& res) const;
+  // A quorum said yes: fences the lock, or gives it back when the fence or the time falls short.
+  AcquireResult finish_won(const LockSpec& spec, const Round& round, const Tally& tally, const Votes& votes,
+                           AcquireResult res);
+  // Not won: busy (and by whom), or no quorum (and why), into RES.
+  void finish_lost(const LockSpec& spec, const Round& round, const Tally& tally, const Votes& votes,
+                   AcquireResult& res) const;
   // The status script on every server, each answer waited for (up to --timeout).
   Round read_everywhere(const LockKeys& keys);
   // The read-only round before a forced release: what every server holds under the key.
@@ -247,6 +257,9 @@ inline constexpr Duration kDuplicateGrace = std::chrono::microseconds(200);
 // that cannot be what its URL asks for (a database it does not have).
 void check_duplicates(const std::vector<std::optional<Result>>& results);
 
+// The verdict of a status read from RES.servers and RES.tally: state, and when held the token, the
+// quorum's TTL and the owner record (the rules of `status`, for anything that reads locks).
+void judge_status(StatusResult& res);
 std::string_view outcome_name(AcquireOutcome o);
 std::string_view state_name(LockState s);
 

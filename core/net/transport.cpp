@@ -396,56 +396,65 @@ class Transport::Connection {
       }
       Pending p = std::move(pending_.front());
       pending_.pop_front();
-      switch (p.kind) {
-        case Pending::Kind::Prelude:
-          if (reply->is_error()) {
-            prelude_refused(p.what, reply->str, now);
-            return false;
-          }
-          if (p.what == "SELECT") {
-            selecting_ = false;
-            out_ += held_;
-            held_.clear();
-            drive_write_only(now);
-          }
-          break;
-        case Pending::Kind::Info:
-          if (!reply->is_error()) {
-            run_id_ = parse_run_id(reply->str);
-            if (!run_id_.empty()) owner_.note_run_id(index_);
-          }
-          break;
-        case Pending::Kind::Role:  // refused (an ACL): unknown, as before it was asked
-          if (reply->type == Reply::Type::Array && !reply->elements.empty()) {
-            server_role_ = reply->elements[0].str == "slave" ? "replica" : reply->elements[0].str;
-          }
-          break;
-        case Pending::Kind::Subscribe:
-          break;
-        case Pending::Kind::Request:
-          if (reply->is_error() && p.request.script && !p.eval_sent && starts_with(reply->str, "NOSCRIPT") && p.done &&
-              !(p.request.tracked && p.request.interest.expired())) {
-            // The server lost its script cache (restart, SCRIPT FLUSH): send the script itself.
-            encode(p.request, true);
-            p.eval_sent = true;
-            pending_.push_back(std::move(p));
-            drive_write_only(now);
-            break;
-          }
-          if (!p.done) break;
-          if (duplicate_) {
-            finish(p.done, Failure::Duplicate, duplicate_message_, now - p.sent);
-          } else if (reply->is_error()) {
-            finish(p.done, classify_error_reply(reply->str), reply->str, now - p.sent);
-          } else {
-            Result r;
-            r.reply = std::move(*reply);
-            r.latency = now - p.sent;
-            p.done(std::move(r));
-          }
-          break;
-      }
-      if (!stream_) return false;  // a callback failed us
+      if (!on_reply(std::move(p), std::move(*reply), now)) return false;
+    }
+  }
+
+  // One reply to the request P that was first in line. Returns false when the connection failed.
+  bool on_reply(Pending p, Reply reply, TimePoint now) {
+    switch (p.kind) {
+      case Pending::Kind::Prelude:
+        if (reply.is_error()) {
+          prelude_refused(p.what, reply.str, now);
+          return false;
+        }
+        if (p.what == "SELECT") {
+          selecting_ = false;
+          out_ += held_;
+          held_.clear();
+          drive_write_only(now);
+        }
+        break;
+      case Pending::Kind::Info:
+        if (!reply.is_error()) {
+          run_id_ = parse_run_id(reply.str);
+          if (!run_id_.empty()) owner_.note_run_id(index_);
+        }
+        break;
+      case Pending::Kind::Role:  // refused (an ACL): unknown, as before it was asked
+        if (reply.type == Reply::Type::Array && !reply.elements.empty()) {
+          server_role_ = reply.elements[0].str == "slave" ? "replica" : reply.elements[0].str;
+        }
+        break;
+      case Pending::Kind::Subscribe:
+        break;
+      case Pending::Kind::Request:
+        on_request_reply(std::move(p), std::move(reply), now);
+        break;
+    }
+    return stream_ != nullptr;  // a callback may have failed us
+  }
+
+  void on_request_reply(Pending p, Reply reply, TimePoint now) {
+    if (reply.is_error() && p.request.script && !p.eval_sent && starts_with(reply.str, "NOSCRIPT") && p.done &&
+        !(p.request.tracked && p.request.interest.expired())) {
+      // The server lost its script cache (restart, SCRIPT FLUSH): send the script itself.
+      encode(p.request, true);
+      p.eval_sent = true;
+      pending_.push_back(std::move(p));
+      drive_write_only(now);
+      return;
+    }
+    if (!p.done) return;
+    if (duplicate_) {
+      finish(p.done, Failure::Duplicate, duplicate_message_, now - p.sent);
+    } else if (reply.is_error()) {
+      finish(p.done, classify_error_reply(reply.str), reply.str, now - p.sent);
+    } else {
+      Result r;
+      r.reply = std::move(reply);
+      r.latency = now - p.sent;
+      p.done(std::move(r));
     }
   }
 
