@@ -432,9 +432,10 @@ void verbose_servers(const GlobalOptions& options, const std::vector<ServerRepor
     // A failure's error often begins with its name already ("connect: Connection refused").
     std::string line = s.server + ": ";
     if (s.error.empty()) {
-      line += s.result;
+      line += s.result_name();
     } else {
-      line += s.error.rfind(s.result + ":", 0) == 0 ? s.error : s.result + ": " + s.error;
+      line += s.error.starts_with(std::string(s.result_name()) + ":") ? s.error
+                                                                      : std::string(s.result_name()) + ": " + s.error;
     }
     if (s.latency) {
       char ms[32];
@@ -482,7 +483,7 @@ Json json_servers(const std::vector<ServerReport>& servers) {
     Json j;
     j["server"] = s.server;
     j["ok"] = s.waited_for() ? Json(s.ok) : Json(nullptr);  // not waited for: neither success nor failure
-    j["result"] = s.result;
+    j["result"] = s.result_name();
     j["latency_ms"] = s.latency ? Json(json_ms(*s.latency)) : Json(nullptr);
     j["error"] = s.error.empty() ? Json(nullptr) : Json(s.error);
     j["role"] = s.role.empty() ? Json(nullptr) : Json(s.role);

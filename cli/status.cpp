@@ -67,7 +67,7 @@ void print_table(const StatusOptions& o, const StatusResult& r) {
   print_row(width, "SERVER", "STATE", "TTL", "VALUE");
   for (const auto& s : r.servers) {
     std::string value = s.value ? printable(*s.value) : s.error.empty() ? "" : s.error;
-    print_row(width, s.server, s.result, s.ok ? ttl_text(s.ttl_ms) : "-", value);
+    print_row(width, s.server, std::string(s.result_name()), s.ok ? ttl_text(s.ttl_ms) : "-", value);
   }
 }
 

@@ -27,24 +27,26 @@ ServerReport failure_report(const Network& network, std::size_t server, const st
   rep.role = network.role(server);
   if (!r) return rep;  // not waited for: still out when the outcome was known
   rep.latency = r->latency;
-  rep.result = r->failure == Failure::Reply ? "error" : std::string(failure_name(r->failure));
+  rep.result = Answer::Failed;
+  rep.failure = r->failure;
   rep.error = r->error;
   return rep;
 }
 
-ServerReport answer_report(const Network& network, std::size_t server, const Result& r, std::string result, bool ok) {
+ServerReport answer_report(const Network& network, std::size_t server, const Result& r, Answer result, bool ok) {
   ServerReport rep;
   rep.server = network.describe(server);
   rep.role = network.role(server);
   rep.latency = r.latency;
-  rep.result = std::move(result);
+  rep.result = result;
   rep.ok = ok;
   return rep;
 }
 
 // A reply that is not what our script returns: the server is not what we think it is.
 ServerReport unexpected_report(const Network& network, std::size_t server, const Result& r) {
-  ServerReport rep = answer_report(network, server, r, "protocol", false);
+  ServerReport rep = answer_report(network, server, r, Answer::Failed, false);
+  rep.failure = Failure::Protocol;
   rep.error = "unexpected reply to a redlock script";
   return rep;
 }
@@ -83,11 +85,11 @@ Vote read_vote(const Network& network, std::size_t server, const std::optional<R
   if (reply.elements.size() > 5 && reply.elements[5].type == Reply::Type::String) v.record = reply.elements[5].str;
   if (*state == 1 || *state == 2) {
     v.kind = Vote::Kind::Yes;
-    v.report = answer_report(network, server, *r, *state == 1 ? "locked" : "reacquired", true);
+    v.report = answer_report(network, server, *r, *state == 1 ? Answer::Locked : Answer::Reacquired, true);
   } else {
     v.kind = Vote::Kind::No;
     bool foreign = reply.elements[3].str != "string";
-    v.report = answer_report(network, server, *r, foreign ? "foreign" : "busy", false);
+    v.report = answer_report(network, server, *r, foreign ? Answer::Foreign : Answer::Busy, false);
     if (foreign) v.report.error = "held as a Redis " + reply.elements[3].str + " by another kind of client";
   }
   return v;
@@ -239,14 +241,15 @@ Request fence_request(const LockSpec& spec, const std::string& fence) {
 // script refused do not, and when they alone leave no quorum, waiting cannot help.
 bool may_recover(const AcquireResult& res) {
   auto hopeless = std::count_if(res.servers.begin(), res.servers.end(), [](const ServerReport& s) {
-    if (s.result == "error") {
+    if (s.failed(Failure::Reply)) {
       for (std::string_view transient : {"LOADING", "BUSY", "MASTERDOWN", "TRYAGAIN"}) {
         if (s.error.rfind(transient, 0) == 0) return false;
       }
       return true;
     }
     // A replica never votes.
-    return s.result == "auth" || s.result == "tls" || s.result == "protocol" || s.result == "replica";
+    return s.failed(Failure::Auth) || s.failed(Failure::Tls) || s.failed(Failure::Protocol) ||
+           s.failed(Failure::Replica);
   });
   return res.servers.size() - static_cast<std::size_t>(hopeless) >= quorum_size(res.servers.size());
 }
@@ -284,13 +287,14 @@ ReleaseResult release_result(const Network& network, const Round& round, bool fo
     if (kind == Vote::Kind::Failed) {
       res.servers.push_back(r && r->ok() ? unexpected_report(network, i, *r) : failure_report(network, i, r));
     } else if (force && left_alone(*r)) {
-      res.servers.push_back(answer_report(network, i, *r, "foreign", false));
+      res.servers.push_back(answer_report(network, i, *r, Answer::Foreign, false));
       res.servers.back().error = "not a lock, left alone";
       found += (found.empty() ? "" : ", ") + res.servers.back().server;
     } else {
       bool deleted = kind == Vote::Kind::Yes;
       res.deleted += deleted ? 1 : 0;
-      res.servers.push_back(answer_report(network, i, *r, deleted ? "released" : "not_held", deleted || force));
+      res.servers.push_back(
+          answer_report(network, i, *r, deleted ? Answer::Released : Answer::NotHeld, deleted || force));
     }
   }
   res.not_a_lock = !found.empty();
@@ -319,7 +323,7 @@ Vote::Kind classify_acquire(const Result& r) {
 std::vector<std::optional<Duration>> answer_latencies(const std::vector<ServerReport>& servers) {
   std::vector<std::optional<Duration>> out;
   for (const auto& s : servers) {
-    if (s.ok || s.result == "busy" || s.result == "foreign") out.push_back(s.latency);
+    if (s.ok || s.result == Answer::Busy || s.result == Answer::Foreign) out.push_back(s.latency);
   }
   return out;
 }
@@ -433,6 +437,36 @@ std::optional<std::int64_t> Redlock::write_fence(const LockSpec& spec, std::int6
   }
   if (fenced.won()) return fence;
   return std::nullopt;
+}
+
+std::string_view ServerReport::result_name() const {
+  switch (result) {
+    case Answer::NotWaitedFor:
+      return "not_waited_for";
+    case Answer::Locked:
+      return "locked";
+    case Answer::Reacquired:
+      return "reacquired";
+    case Answer::Busy:
+      return "busy";
+    case Answer::Foreign:
+      return "foreign";
+    case Answer::Extended:
+      return "extended";
+    case Answer::Healed:
+      return "healed";
+    case Answer::Released:
+      return "released";
+    case Answer::NotHeld:
+      return "not_held";
+    case Answer::Held:
+      return "held";
+    case Answer::Free:
+      return "free";
+    case Answer::Failed:
+      break;
+  }
+  return failure == Failure::Reply ? "error" : failure_name(failure);
 }
 
 std::string_view outcome_name(AcquireOutcome o) {
@@ -724,8 +758,8 @@ ExtendResult ExtendRound::result() const {
     if (kind == Vote::Kind::Failed) {
       res.servers.push_back(r && r->ok() ? unexpected_report(network_, i, *r) : failure_report(network_, i, r));
     } else {
-      res.servers.push_back(
-          answer_report(network_, i, *r, kind == Vote::Kind::Yes ? "extended" : "not_held", kind == Vote::Kind::Yes));
+      res.servers.push_back(answer_report(network_, i, *r, kind == Vote::Kind::Yes ? Answer::Extended : Answer::NotHeld,
+                                          kind == Vote::Kind::Yes));
     }
   }
   if (res.extended) return res;
@@ -753,7 +787,7 @@ ExtendResult Redlock::extend(const LockKeys& keys, const std::string& token, Dur
   for (std::size_t i = 0; i < res.servers.size(); ++i) {
     const auto& r = healing->results()[i];
     if (!r || !r->ok() || r->reply.as_integer() != 1) continue;
-    res.servers[i].result = "healed";
+    res.servers[i].result = Answer::Healed;
     res.servers[i].ok = true;
     ++res.healed;
   }
@@ -789,7 +823,7 @@ ReleaseResult Redlock::check_forced(const LockKeys& keys) {
     ++res.tally.no;  // nothing deleted yet
     const std::string& type = reply->elements[0].str;
     const std::string what = not_a_lock(type, *pttl);
-    const char* seen = !what.empty() ? "foreign" : type == "none" ? "free" : "held";
+    const Answer seen = !what.empty() ? Answer::Foreign : type == "none" ? Answer::Free : Answer::Held;
     ServerReport rep = answer_report(network_, i, *r, seen, false);
     if (!what.empty()) {
       rep.error = what + ", not a lock";
@@ -836,14 +870,14 @@ ServerReport status_report(const Network& network, std::size_t i, const std::opt
   if (!reply || reply->type != Reply::Type::Array || reply->elements.size() != 5 || !reply->elements[2].as_integer()) {
     return r && r->ok() ? unexpected_report(network, i, *r) : failure_report(network, i, r);
   }
-  ServerReport rep = answer_report(network, i, *r, "free", true);
+  ServerReport rep = answer_report(network, i, *r, Answer::Free, true);
   rep.type = reply->elements[0].str;
   rep.ttl_ms = *reply->elements[2].as_integer();
   if (reply->elements[1].type == Reply::Type::String) rep.value = reply->elements[1].str;
   if (reply->elements[3].type == Reply::Type::String) rep.owner = reply->elements[3].str;
   rep.fence = reply->elements[4].as_integer().value_or(0);
-  if (rep.type == "string") rep.result = "held";
-  if (rep.type != "string" && rep.type != "none") rep.result = "foreign";
+  if (rep.type == "string") rep.result = Answer::Held;
+  if (rep.type != "string" && rep.type != "none") rep.result = Answer::Foreign;
   return rep;
 }
 
@@ -864,7 +898,7 @@ void judge_status(StatusResult& res) {
   std::size_t free = 0;
   for (const auto& rep : res.servers) {
     if (rep.ok && rep.type == "none") ++free;
-    if (rep.ok && rep.result == "held" && rep.ttl_ms != -2) holders[*rep.value].push_back(&rep);
+    if (rep.ok && rep.result == Answer::Held && rep.ttl_ms != -2) holders[*rep.value].push_back(&rep);
   }
   const std::size_t needed = res.tally.needed();
   res.no_quorum = res.tally.yes < needed;

@@ -16,17 +16,29 @@
 
 namespace redlock {
 
-// The result of a server whose answer was not waited for: the outcome was known without it.
-inline constexpr const char* kNotWaitedFor = "not_waited_for";
+// What one server's answer came to. Failed carries its kind in ServerReport::failure.
+// NotWaitedFor: no answer yet when the outcome was known, which is no failure.
+enum class Answer {
+  NotWaitedFor,
+  Locked,
+  Reacquired,
+  Busy,
+  Foreign,
+  Extended,
+  Healed,
+  Released,
+  NotHeld,
+  Held,
+  Free,
+  Failed
+};
 
 // What each server said, for reports.
 struct ServerReport {
   std::string server;  // redacted URL
   bool ok = false;     // did what was asked (meaningless when not waited for)
-  // locked, reacquired, busy, foreign, extended, released, not_held, held, free, fenced,
-  // or a failure: timeout, connect, tls, auth, io, closed, protocol, error, duplicate, replica, config;
-  // or kNotWaitedFor: no answer yet when the outcome was known, which is no failure.
-  std::string result = kNotWaitedFor;
+  Answer result = Answer::NotWaitedFor;
+  Failure failure = Failure::None;  // Failed: how
   std::optional<Duration> latency;
   std::string error;  // empty when none
   std::string role;   // master, replica (never a vote), another role, or empty when unknown
@@ -36,8 +48,11 @@ struct ServerReport {
   std::int64_t ttl_ms = -2;
   std::optional<std::string> owner;
   std::int64_t fence = 0;
-
-  bool waited_for() const { return result != kNotWaitedFor; }
+  bool waited_for() const { return result != Answer::NotWaitedFor; }
+  bool failed(Failure f) const { return result == Answer::Failed && failure == f; }
+  // The result as reports name it: locked, reacquired, busy, foreign, extended, healed, released,
+  // not_held, held, free, not_waited_for, or the failure's name ("error" for an error reply).
+  std::string_view result_name() const;
 };
 
 // The record kept beside a lock, "UNIX_MS/TTL_MS OWNER": since when and by whom it is held, and the
