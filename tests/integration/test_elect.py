@@ -191,12 +191,19 @@ class Elect(ClusterTest):
             self.assertEqual(json.loads(f.read()), objects[-1])
 
     def test_bad_use(self):
-        for args in (["elect", "svc"], ["elect", "svc", "--observe", "--", "true"],
-                     ["elect", "svc", "--once", "--max-terms", "2", "--", "true"],
-                     ["elect", "svc", "--max-terms", "0", "--", "true"]):
+        for args, says in ((["elect", "svc"], "elect needs a command"),
+                           (["elect", "svc", "--observe", "--", "true"], "--observe takes no command"),
+                           (["elect", "svc", "--once", "--max-terms", "2", "--", "true"], "exclude each other"),
+                           (["elect", "svc", "--max-terms", "0", "--", "true"], "--max-terms")):
             r = self.rl(*args)
             self.assertEqual((r.code, r.out), (64, b""), (args, r))
             self.assertTrue(r.stderr.startswith("redlock: error: ") and r.stderr.count("\n") == 1, r)
+            self.assertIn(says, r.stderr)
+        # The environment gives way to a flag: REDLOCK_ONCE with --max-terms on the command line.
+        r = self.rl("elect", "svc", "--max-terms", "2", "--retry-delay", "10ms", "--", "true",
+                    env={"REDLOCK_ONCE": "1"})
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual(r.stderr.count(" begins, led by "), 2, r)
 
     def test_observe_prints_a_line_per_change_of_leader(self):
         p = spawn(["elect", "svc", "--observe"], servers=self.cluster, stdout=subprocess.PIPE,
