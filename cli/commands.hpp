@@ -71,6 +71,7 @@ void setup_extend(CLI::App& app, const GlobalOptions& global, Action& action);
 void setup_release(CLI::App& app, const GlobalOptions& global, Action& action);
 void setup_status(CLI::App& app, const GlobalOptions& global, Action& action);
 void setup_run(CLI::App& app, const GlobalOptions& global, Action& action);
+void setup_elect(CLI::App& app, const GlobalOptions& global, Action& action);
 void setup_doctor(CLI::App& app, const GlobalOptions& global, Action& action);
 void setup_completion(CLI::App& app, const GlobalOptions& global, Action& action);
 

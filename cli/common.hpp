@@ -134,6 +134,8 @@ Json json_quorum(const Tally& tally);
 // "2 of 3 servers (1 not waited for)": the servers that said yes, and those not waited for.
 std::string votes_text(const Tally& tally);
 double json_ms(Duration d);
+// A Unix time in milliseconds as UTC, to the second: "2026-01-02T03:04:05Z".
+std::string wall_time(std::int64_t unix_ms);
 // Writes CONTENT to PATH, mode 0600 from the first byte whatever the umask: a new temporary file
 // of a name nobody can guess in the same directory (O_EXCL: no file or link planted there is
 // followed), renamed over PATH. Returns 0, or the errno of what failed.

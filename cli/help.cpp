@@ -19,6 +19,9 @@ constexpr Synopsis kSynopses[] = {
     {"release", "release NAME (--token TOKEN | --force)"},
     {"status", "status NAME"},
     {"run", "run [OPTIONS] NAME [OPTIONS] [--] CMD [ARG...]\nrun [OPTIONS] NAME [OPTIONS] -c STR"},
+    {"elect",
+     "elect [OPTIONS] NAME [OPTIONS] [--] CMD [ARG...]\nelect [OPTIONS] NAME [OPTIONS] -c STR\n"
+     "elect NAME --observe"},
     {"doctor", "doctor [--ttl DUR]"},
     {"completion", "completion bash|zsh"},
 };

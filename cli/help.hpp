@@ -12,8 +12,8 @@ class App;
 namespace redlock::cli {
 
 // The commands, in the order the help lists them.
-inline constexpr const char* kCommandNames[] = {"acquire", "extend", "release",   "status",
-                                                "run",     "doctor", "completion"};
+inline constexpr const char* kCommandNames[] = {"acquire", "extend", "release", "status",
+                                                "run",     "elect",  "doctor",  "completion"};
 // "acquire, extend, release, status, run, doctor, completion", for messages.
 std::string command_list();
 bool is_command(const std::string& word);

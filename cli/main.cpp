@@ -231,8 +231,8 @@ int checked_stdout(const std::string& command, int status) {
 
 using Setup = void (*)(CLI::App&, const GlobalOptions&, Action&);
 const std::pair<const char*, Setup> kCommands[] = {
-    {"acquire", setup_acquire}, {"extend", setup_extend}, {"release", setup_release},      {"status", setup_status},
-    {"run", setup_run},         {"doctor", setup_doctor}, {"completion", setup_completion}};
+    {"acquire", setup_acquire}, {"extend", setup_extend}, {"release", setup_release}, {"status", setup_status},
+    {"run", setup_run},         {"elect", setup_elect},   {"doctor", setup_doctor},   {"completion", setup_completion}};
 
 // Adds the commands to APP. Building a command's options costs more than running most commands:
 // only the one WORD names is built, none for --version alone (WORD null), and all of them for
@@ -433,8 +433,8 @@ int run_command(const CLI::App& app, const Action& action, const GlobalOptions& 
   const std::string command = app.get_subcommands().front()->get_name();
   try {
     int status = action();
-    // Not for run, whose status is its command's (and whose stdout is the command's).
-    return command == "run" ? status : checked_stdout(command, status);
+    // Not for run and elect, whose status is their command's (and whose stdout is the command's).
+    return command == "run" || command == "elect" ? status : checked_stdout(command, status);
   } catch (const Error& e) {
     switch (e.kind()) {
       case ErrorKind::Usage:
@@ -485,7 +485,7 @@ int main(int argc, char** argv) {
       return fail(wants_json(words), named ? word : "", exit_code::kConfig, e.what());
     }
   }
-  if (word == "run") words = end_run_options(*app.get_subcommand("run"), words, command_index(words));
+  if (word == "run" || word == "elect") words = end_run_options(*app.get_subcommand(word), words, command_index(words));
   const bool json = wants_json(words);
   for (std::size_t i = 1; i < words.size() && words[i] != "--"; ++i) global.words.push_back(words[i]);
   Words parsed = words;

@@ -16,7 +16,7 @@ _redlock_value_kind() {
         -S | --servers)
             echo server ;;
         --user | --tls-server-name | --prefix | --token | --owner | --drift | -E | --conflict-exit-code | \
-            -c | --command | --lost-exit-code)
+            -c | --command | --lost-exit-code | --max-terms)
             echo other ;;
         *)
             return 1 ;;
@@ -78,17 +78,18 @@ _redlock_main() {
 
     local global_opts="-S --servers --timeout --password-file --user --tls-ca --tls-cert --tls-key
         --tls-server-name --tls-insecure --json -v --verbose -q --quiet --prefix -h --help -V --version"
-    local commands="acquire extend release status run doctor completion"
+    local commands="acquire extend release status run elect doctor completion"
     local acquire_opts="--ttl -n --nonblock -w --wait -E --conflict-exit-code --token --token-file
         --retry-delay --drift --owner"
     local run_opts="$acquire_opts -c --command --renew --signal -k --kill-after --lost-exit-code --report
         --min-hold --max-hold"
+    local elect_opts="$run_opts --once --max-terms --observe"
 
-    # Find the command, how many words follow it, and where run's "--" is.
+    # Find the command, how many words follow it, and where run's (or elect's) "--" is.
     local i=1 word cmd= args=0 dashdash=0
     while ((i < cword)); do
         word=${words[i]}
-        if [[ $cmd == run && $word == -- ]]; then
+        if [[ ($cmd == run || $cmd == elect) && $word == -- ]]; then
             dashdash=$i
             break
         fi
@@ -112,7 +113,7 @@ _redlock_main() {
         i=$((i + 1))
     done
 
-    # run NAME -- CMD [ARG...]: a command name first, then whatever that command takes.
+    # run/elect NAME -- CMD [ARG...]: a command name first, then whatever that command takes.
     if ((dashdash > 0)); then
         if ((cword == dashdash + 1)); then
             mapfile -t COMPREPLY < <(compgen -c -- "$cur")
@@ -149,11 +150,12 @@ _redlock_main() {
         extend) opts+=" --token --ttl" ;;
         release) opts+=" --token --force" ;;
         run) opts+=" $run_opts" ;;
+        elect) opts+=" $elect_opts" ;;
         doctor) opts+=" --ttl" ;;
     esac
 
     if [[ $cur == -* ]]; then
-        [[ $cmd == run && $args -ge 1 ]] && opts+=" --"
+        [[ ($cmd == run || $cmd == elect) && $args -ge 1 ]] && opts+=" --"
         mapfile -t COMPREPLY < <(compgen -W "$opts" -- "$cur")
     elif [[ -z $cmd ]]; then
         mapfile -t COMPREPLY < <(compgen -W "$commands" -- "$cur")

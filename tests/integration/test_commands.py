@@ -282,7 +282,7 @@ class EveryOptionFromTheEnvironment(unittest.TestCase):
 
     def test_each_long_option_names_its_variable(self):
         seen = 0
-        for command in ([], ["acquire"], ["extend"], ["release"], ["status"], ["run"], ["doctor"]):
+        for command in ([], ["acquire"], ["extend"], ["release"], ["status"], ["run"], ["elect"], ["doctor"]):
             for name, text in self.options_and_help(*command):
                 if name in ("--help", "--version"):
                     continue
@@ -309,9 +309,11 @@ SYNOPSES = {
     "release": ["release NAME (--token TOKEN | --force)"],
     "status": ["status NAME"],
     "run": ["run [OPTIONS] NAME [OPTIONS] [--] CMD [ARG...]", "run [OPTIONS] NAME [OPTIONS] -c STR"],
+    "elect": ["elect [OPTIONS] NAME [OPTIONS] [--] CMD [ARG...]", "elect [OPTIONS] NAME [OPTIONS] -c STR",
+              "elect NAME --observe"],
     "doctor": ["doctor [--ttl DUR]"],
 }
-COMMANDS = "acquire, extend, release, status, run, doctor, completion"
+COMMANDS = "acquire, extend, release, status, run, elect, doctor, completion"
 
 
 class Help(unittest.TestCase):
@@ -393,13 +395,13 @@ class ErrorsNameWhatWasWrong(unittest.TestCase):
 
     def test_a_commands_option_before_the_command_says_where_it_goes(self):
         self.assertEqual(self.error(["-n", "run", "job", "true"]),
-                         "redlock: error: -n is an option of acquire/run: put it after the command "
+                         "redlock: error: -n is an option of acquire/run/elect: put it after the command "
                          "(redlock run -n ...)\n")
         self.assertEqual(self.error(["--ttl", "5s", "acquire", "x"]),
-                         "redlock: error: --ttl is an option of acquire/extend/run/doctor: put it after the command "
+                         "redlock: error: --ttl is an option of acquire/extend/run/elect/doctor: put it after the command "
                          "(redlock acquire --ttl ...)\n")
         self.assertEqual(self.error(["-qn", "--ttl=5s", "status", "x"]),
-                         "redlock: error: -n is an option of acquire/run, not of status (see redlock status --help)\n")
+                         "redlock: error: -n is an option of acquire/run/elect, not of status (see redlock status --help)\n")
 
     def test_a_commands_error_points_at_its_help(self):
         self.assertEqual(self.error(["status"]), "redlock: error: NAME is required (see redlock status --help)\n")
