@@ -15,6 +15,7 @@
 
 #include "commands.hpp"
 #include "core/util/error.hpp"
+#include "core/util/setting.hpp"
 #include "exit_codes.hpp"
 #include "help.hpp"
 
@@ -449,9 +450,29 @@ int run_command(const CLI::App& app, const Action& action, const GlobalOptions& 
   }
   return exit_code::kInternal;
 }
+// Core's messages name settings by the options that set them.
+std::string flag_name(Setting s) {
+  switch (s) {
+    case Setting::Ttl:
+      return "--ttl";
+    case Setting::Timeout:
+      return "--timeout";
+    case Setting::TlsCa:
+      return "--tls-ca";
+    case Setting::TlsCert:
+      return "--tls-cert";
+    case Setting::TlsKey:
+      return "--tls-key";
+    case Setting::TlsServerName:
+      return "--tls-server-name";
+  }
+  return "an option";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  redlock::name_settings(flag_name);
   // A closed stdin, stdout or stderr becomes /dev/null opened for reading: the connections made
   // later never land on them (a token printed into a Redis connection), and a write there fails
   // (EBADF) as it would have, so acquire still gives back a lock whose token nobody could see.

@@ -11,6 +11,7 @@
 #include "core/lock/scripts.hpp"
 #include "core/lock/token.hpp"
 #include "core/util/duration.hpp"
+#include "core/util/setting.hpp"
 
 namespace redlock {
 
@@ -582,8 +583,8 @@ Check check_clock(const std::vector<ServerFacts>& servers, const std::optional<C
     if (askable(f) && !f.clock)
       c.notes.push_back({i, Verdict::Unknown, "TIME refused or failed (" + f.clock_error + ")"});
   }
-  const std::string budget =
-      "the drift allowance for --ttl " + format_duration(options.ttl) + " is " + ms_text(allowance);
+  const std::string budget = "the drift allowance for " + setting_name(Setting::Ttl) + " " +
+                             format_duration(options.ttl) + " is " + ms_text(allowance);
   if (!skew) {
     c.verdict = worst_of(c.notes);
     c.summary = c.verdict == Verdict::Ok ? "fewer than two clocks to compare" : "fewer than two clocks answered";
@@ -623,7 +624,9 @@ Check check_uptime(const std::vector<ServerFacts>& servers, const DoctorOptions&
     if (std::chrono::seconds(*f.uptime_s) >= options.ttl) continue;
     // A server that keeps every write on disk came back with its locks.
     if (f.aof == true && f.appendfsync == "always") continue;
-    c.notes.push_back({i, Verdict::Warn, "up for " + std::to_string(*f.uptime_s) + "s, less than --ttl " + ttl});
+    c.notes.push_back(
+        {i, Verdict::Warn,
+         "up for " + std::to_string(*f.uptime_s) + "s, less than " + setting_name(Setting::Ttl) + " " + ttl});
   }
   c.verdict = worst_of(c.notes);
   switch (c.verdict) {
@@ -716,12 +719,12 @@ Check check_latency(const std::vector<ServerFacts>& servers, const DoctorOptions
   }
   c.verdict = worst_of(c.notes);
   c.summary = "slowest round trip " + ms_text(slowest) + ", first request (connect included) " +
-              ms_text(slowest_first) + "; " + (c.verdict == Verdict::Ok ? "under" : "above") + " half of --timeout " +
-              format_duration(options.timeout);
+              ms_text(slowest_first) + "; " + (c.verdict == Verdict::Ok ? "under" : "above") + " half of " +
+              setting_name(Setting::Timeout) + " " + format_duration(options.timeout);
   if (c.verdict != Verdict::Ok) {
-    c.advice =
-        "A server that takes longer than --timeout to answer counts as failed, and every invocation "
-        "connects anew. Raise --timeout (per request, connect included) or use servers closer by.";
+    c.advice = "A server that takes longer than " + setting_name(Setting::Timeout) +
+               " to answer counts as failed, and every invocation connects anew. Raise " +
+               setting_name(Setting::Timeout) + " (per request, connect included) or use servers closer by.";
   }
   return c;
 }

@@ -7,6 +7,7 @@
 
 #include "core/net/openssl.hpp"
 #include "core/util/error.hpp"
+#include "core/util/setting.hpp"
 
 namespace redlock {
 
@@ -59,10 +60,12 @@ std::string verify_hint(long result, const std::string& name) {
     case X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY:
     case X509_V_ERR_UNABLE_TO_VERIFY_LEAF_SIGNATURE:
     case X509_V_ERR_CERT_UNTRUSTED:
-      return " (unknown CA: the server's certificate is not signed by a CA we trust; give its CA with --tls-ca)";
+      return " (unknown CA: the server's certificate is not signed by a CA we trust; give its CA with " +
+             setting_name(Setting::TlsCa) + ")";
     case X509_V_ERR_HOSTNAME_MISMATCH:
     case X509_V_ERR_IP_ADDRESS_MISMATCH:
-      return " (the certificate is not for '" + name + "'; --tls-server-name verifies against the name it is for)";
+      return " (the certificate is not for '" + name + "'; " + setting_name(Setting::TlsServerName) +
+             " verifies against the name it is for)";
     case X509_V_ERR_CERT_NOT_YET_VALID:
       return " (check the clocks of this machine and of the CA)";
     default:
@@ -72,9 +75,10 @@ std::string verify_hint(long result, const std::string& name) {
 
 // Said when the server drops a connection before its first reply: with TLS 1.3 a refused client
 // certificate shows only then, after our side of the handshake has finished.
-constexpr const char* kDroppedHint =
-    " (the server ended the connection right after the handshake: it may want a client certificate, "
-    "--tls-cert and --tls-key, or refuse the one we sent)";
+std::string dropped_hint() {
+  return " (the server ended the connection right after the handshake: it may want a client certificate, " +
+         setting_name(Setting::TlsCert) + " and " + setting_name(Setting::TlsKey) + ", or refuse the one we sent)";
+}
 
 // TLS runs over the plain stream through this BIO: bytes move with the plain stream's send() and
 // read(), so a write to a closed connection fails (MSG_NOSIGNAL) instead of raising SIGPIPE, and
@@ -293,7 +297,8 @@ class TlsStream final : public Stream {
   static std::string alert_hint(const std::string& cause) {
     if (cause.find("certificate required") != std::string::npos ||
         cause.find("handshake failure") != std::string::npos) {
-      return " (the server may want a client certificate: --tls-cert and --tls-key)";
+      return " (the server may want a client certificate: " + setting_name(Setting::TlsCert) + " and " +
+             setting_name(Setting::TlsKey) + ")";
     }
     if (cause.find("alert unknown ca") != std::string::npos ||
         cause.find("alert bad certificate") != std::string::npos ||
@@ -310,7 +315,7 @@ class TlsStream final : public Stream {
       error_ = what + (!bio_.error().empty() ? bio_.error()
                        : bio_.closed()       ? std::string("the server closed the connection")
                                              : std::string("the connection broke"));
-      if (!heard_) error_ += kDroppedHint;
+      if (!heard_) error_ += dropped_hint();
     }
     return Status::Failed;
   }
@@ -351,28 +356,34 @@ TlsContext::TlsContext(const TlsOptions& options) : impl_(std::make_unique<Impl>
     openssl().SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, nullptr);
     if (!options.ca_file.empty()) {
       if (openssl().SSL_CTX_load_verify_locations(ctx, options.ca_file.c_str(), nullptr) != 1) {
-        config_error("--tls-ca: cannot load '" + options.ca_file + "': " + openssl_error_or("no certificate in it"));
+        config_error(setting_name(Setting::TlsCa) + ": cannot load '" + options.ca_file +
+                     "': " + openssl_error_or("no certificate in it"));
       }
     } else if (openssl().SSL_CTX_set_default_verify_paths(ctx) != 1) {
       config_error("TLS: cannot load the system trust store: " + openssl_error_or("unknown error"));
     }
   }
   if (!options.cert_file.empty() || !options.key_file.empty()) {
-    if (options.cert_file.empty()) config_error("--tls-key needs --tls-cert");
+    if (options.cert_file.empty())
+      config_error(setting_name(Setting::TlsKey) + " needs " + setting_name(Setting::TlsCert));
     if (openssl().SSL_CTX_use_certificate_chain_file(ctx, options.cert_file.c_str()) != 1) {
-      config_error("--tls-cert: cannot load '" + options.cert_file + "': " + openssl_error_or("no certificate in it"));
+      config_error(setting_name(Setting::TlsCert) + ": cannot load '" + options.cert_file +
+                   "': " + openssl_error_or("no certificate in it"));
     }
     const std::string& key = options.key_file.empty() ? options.cert_file : options.key_file;
     if (openssl().SSL_CTX_use_PrivateKey_file(ctx, key.c_str(), SSL_FILETYPE_PEM) != 1) {
       if (options.key_file.empty()) {
         openssl().ERR_clear_error();
-        config_error("--tls-cert '" + options.cert_file + "' holds no private key; give it with --tls-key");
+        config_error(setting_name(Setting::TlsCert) + " '" + options.cert_file +
+                     "' holds no private key; give it with " + setting_name(Setting::TlsKey));
       }
-      config_error("--tls-key: cannot load '" + key + "': " + openssl_error_or("no private key in it"));
+      config_error(setting_name(Setting::TlsKey) + ": cannot load '" + key +
+                   "': " + openssl_error_or("no private key in it"));
     }
     if (openssl().SSL_CTX_check_private_key(ctx) != 1) {
       openssl().ERR_clear_error();
-      config_error("--tls-key '" + key + "' does not match --tls-cert '" + options.cert_file + "'");
+      config_error(setting_name(Setting::TlsKey) + " '" + key + "' does not match " + setting_name(Setting::TlsCert) +
+                   " '" + options.cert_file + "'");
     }
   }
 }

@@ -317,7 +317,7 @@ TEST_CASE("uptime: younger than the longest TTL warns, unless every write is on 
   servers[0].appendfsync = "everysec";
   Check c = check_uptime(servers, options(30s));
   CHECK(c.verdict == Verdict::Warn);
-  CHECK(c.notes[0].text == "up for 5s, less than --ttl 30s");
+  CHECK(c.notes[0].text == "up for 5s, less than the TTL 30s");
   CHECK(check_uptime(servers, options(5s)).verdict == Verdict::Ok);
   servers[1].uptime_s.reset();
   CHECK(check_uptime(servers, options(1s)).verdict == Verdict::Unknown);
