@@ -221,6 +221,7 @@ class TlsStream final : public Stream {
     } else {
       error_ = "TLS handshake failed: the server closed the connection (not a TLS port, or it refused our certificate)";
     }
+    tls_failed_ = true;
     return Status::Failed;
   }
 
@@ -264,6 +265,7 @@ class TlsStream final : public Stream {
   }
 
   const std::string& error() const override { return error_; }
+  bool tls_failure() const override { return tls_failed_; }
   const std::string& peer() const override { return peer_; }
 
  private:
@@ -272,6 +274,7 @@ class TlsStream final : public Stream {
     BIO* bio = ssl_ ? bio_.make() : nullptr;
     if (!bio) {
       error_ = "TLS setup failed: " + openssl_error_or("out of memory");
+      tls_failed_ = true;
       return false;
     }
     openssl().SSL_set_bio(ssl_.get(), bio, bio);  // the SSL owns the BIO; the BIO refers to bio_
@@ -287,6 +290,7 @@ class TlsStream final : public Stream {
                                     : openssl().X509_VERIFY_PARAM_set1_host(param, name_.c_str(), name_.size());
       if (ok != 1) {
         error_ = "TLS setup failed: cannot verify against name '" + name_ + "'";
+        tls_failed_ = true;
         return false;
       }
     }
@@ -317,6 +321,7 @@ class TlsStream final : public Stream {
                                              : std::string("the connection broke"));
       if (!heard_) error_ += dropped_hint();
     }
+    tls_failed_ = true;
     return Status::Failed;
   }
 
@@ -328,7 +333,8 @@ class TlsStream final : public Stream {
   bool heard_ = false;  // some application data came back: the server accepted us
   std::unique_ptr<SSL, SslFree> ssl_;
   std::string error_;
-  std::string peer_;  // set once the plain stream knows its endpoint
+  bool tls_failed_ = false;  // the failure was TLS's own, not the plain stream's under it
+  std::string peer_;         // set once the plain stream knows its endpoint
 };
 
 }  // namespace

@@ -256,7 +256,7 @@ class Transport::Connection {
       if (st == Stream::Status::WantRead || st == Stream::Status::WantWrite) return;
       if (st != Stream::Status::Ok) {
         // The TLS layer words its failures "TLS …"; anything else failed before the handshake.
-        auto failure = starts_with(stream_->error(), "TLS") ? Failure::Tls : Failure::Connect;
+        auto failure = stream_->tls_failure() ? Failure::Tls : Failure::Connect;
         fail(failure, stream_->error(), now);
         return;
       }
@@ -288,7 +288,7 @@ class Transport::Connection {
   }
 
   // The TLS layer words its failures "TLS …"; anything else is the socket's.
-  Failure stream_failure() const { return starts_with(stream_->error(), "TLS") ? Failure::Tls : Failure::Io; }
+  Failure stream_failure() const { return stream_->tls_failure() ? Failure::Tls : Failure::Io; }
 
   // Marks this connection as a second connection to a server already configured.
   void set_duplicate(std::string message) {
@@ -298,9 +298,8 @@ class Transport::Connection {
 
  private:
   struct Pending {
-    enum class Kind { Prelude, Info, Role, Request, Subscribe };
+    enum class Kind { Auth, Select, Info, Role, Request, Subscribe };
     Kind kind = Kind::Request;
-    std::string what;     // for prelude failures: "AUTH", "SELECT"
     ResultCallback done;  // empty once abandoned
     TimePoint sent;
     TimePoint deadline;
@@ -331,12 +330,12 @@ class Transport::Connection {
       } else {
         encode_argv({"AUTH", *password});
       }
-      push_prelude(Pending::Kind::Prelude, "AUTH", now);
+      push_prelude(Pending::Kind::Auth, now);
     }
     if (role_ == Role::Subscriber) return;
     if (url().db != 0) {
       encode_argv({"SELECT", std::to_string(url().db)});
-      push_prelude(Pending::Kind::Prelude, "SELECT", now);
+      push_prelude(Pending::Kind::Select, now);
       // After a SELECT that fails, the server runs what follows in database 0: a release --force
       // would delete a lock there. Requests wait for its +OK (a round trip, once per connection).
       selecting_ = true;
@@ -344,16 +343,15 @@ class Transport::Connection {
     // The run_id tells two URLs of one server apart from two servers; asked once per connection,
     // in the same round trip as the first request.
     encode_argv({"INFO", "server"});
-    push_prelude(Pending::Kind::Info, "INFO", now);
+    push_prelude(Pending::Kind::Info, now);
     // A replica never counts as a vote: its role comes in the same round trip too.
     encode_argv({"ROLE"});
-    push_prelude(Pending::Kind::Role, "ROLE", now);
+    push_prelude(Pending::Kind::Role, now);
   }
 
-  void push_prelude(Pending::Kind kind, std::string what, TimePoint now) {
+  void push_prelude(Pending::Kind kind, TimePoint now) {
     Pending p;
     p.kind = kind;
-    p.what = std::move(what);
     p.sent = now;
     p.deadline = now + owner_.options_.timeout;
     pending_.push_back(std::move(p));
@@ -403,12 +401,13 @@ class Transport::Connection {
   // One reply to the request P that was first in line. Returns false when the connection failed.
   bool on_reply(Pending p, Reply reply, TimePoint now) {
     switch (p.kind) {
-      case Pending::Kind::Prelude:
+      case Pending::Kind::Auth:
+      case Pending::Kind::Select:
         if (reply.is_error()) {
-          prelude_refused(p.what, reply.str, now);
+          prelude_refused(p.kind, reply.str, now);
           return false;
         }
-        if (p.what == "SELECT") {
+        if (p.kind == Pending::Kind::Select) {
           selecting_ = false;
           out_ += held_;
           held_.clear();
@@ -460,15 +459,14 @@ class Transport::Connection {
 
   // AUTH refused, or SELECT: by the ACL (NOPERM) an authentication failure, else a database this
   // server cannot give (out of range, cluster mode), which no retry mends: a configuration error.
-  void prelude_refused(const std::string& what, const std::string& reply, TimePoint now) {
-    if (what == "AUTH" || classify_error_reply(reply) == Failure::Auth) {
+  void prelude_refused(Pending::Kind kind, const std::string& reply, TimePoint now) {
+    const std::string what = kind == Pending::Kind::Auth ? "AUTH" : "SELECT";
+    if (kind == Pending::Kind::Auth || classify_error_reply(reply) == Failure::Auth) {
       fail(Failure::Auth, what + " refused: " + reply, now);
-    } else if (what == "SELECT") {
+    } else {
       fail(Failure::Config,
            url().redacted() + ": the server has no database " + std::to_string(url().db) + " (SELECT: " + reply + ")",
            now);
-    } else {
-      fail(Failure::Reply, what + " refused: " + reply, now);
     }
   }
 
@@ -485,7 +483,7 @@ class Transport::Connection {
       fail(classify_error_reply(reply.str), "SUBSCRIBE refused: " + reply.str, now);
       return false;
     }
-    if (!pending_.empty() && pending_.front().kind == Pending::Kind::Prelude) {
+    if (!pending_.empty() && pending_.front().kind == Pending::Kind::Auth) {
       pending_.pop_front();  // AUTH's +OK
       return true;
     }
@@ -622,7 +620,6 @@ void Transport::run_until(const std::function<bool()>& done, TimePoint deadline)
         owners.push_back(c.get());
       }
     }
-    for (const auto& w : watched_) fds.push_back(pollfd{w.fd, POLLIN, 0});
 
     auto wait = std::max(Duration::zero(), wake - now);
     auto secs = std::chrono::duration_cast<std::chrono::seconds>(wait);
@@ -637,15 +634,6 @@ void Transport::run_until(const std::function<bool()>& done, TimePoint deadline)
     for (std::size_t i = 0; i < owners.size(); ++i) {
       if (fds[i].revents != 0) owners[i]->drive(now);
     }
-    // Watched callbacks may unwatch: copy the ready ones first.
-    std::vector<std::function<void()>> ready;
-    for (std::size_t i = owners.size(); i < fds.size(); ++i) {
-      if (fds[i].revents == 0) continue;
-      for (const auto& w : watched_) {
-        if (w.fd == fds[i].fd) ready.push_back(w.on_readable);
-      }
-    }
-    for (auto& cb : ready) cb();
   }
 }
 
@@ -679,15 +667,6 @@ std::string Transport::describe(std::size_t server) const {
   return servers_.at(server).redacted();
 }
 
-void Transport::watch(int fd, std::function<void()> on_readable) {
-  watched_.push_back({fd, std::move(on_readable)});
-}
-
-void Transport::unwatch(int fd) {
-  watched_.erase(std::remove_if(watched_.begin(), watched_.end(), [fd](const Watched& w) { return w.fd == fd; }),
-                 watched_.end());
-}
-
 void Transport::set_wait_sigmask(const sigset_t* mask) {
   if (mask) {
     wait_mask_ = *mask;
@@ -702,10 +681,6 @@ bool Transport::resolving() const {
 
 std::string Transport::role(std::size_t server) const {
   return commands_.at(server)->server_role();
-}
-
-const std::string& Transport::run_id(std::size_t server) const {
-  return commands_.at(server)->run_id();
 }
 
 bool Transport::note_peer(std::size_t server) {

@@ -44,16 +44,9 @@ class Transport final : public Network {
   std::string role(std::size_t server) const override;
   bool resolving() const override;
 
-  // Watches FD for the front end (a signal self-pipe, a child's pidfd): ON_READABLE runs inside
-  // run_until() whenever FD is readable.
-  void watch(int fd, std::function<void()> on_readable);
-  void unwatch(int fd);
   // The signal mask in force while waiting in ppoll() (signals blocked elsewhere are delivered only
   // there); nullptr leaves the mask alone.
   void set_wait_sigmask(const sigset_t* mask);
-
-  // The server's run_id once its connection answered INFO (empty before).
-  const std::string& run_id(std::size_t server) const;
 
   class Connection;  // internal
 
@@ -69,11 +62,6 @@ class Transport final : public Network {
   std::unique_ptr<TlsContext> tls_;
   std::vector<std::unique_ptr<Connection>> commands_;
   std::vector<std::unique_ptr<Connection>> subscribers_;
-  struct Watched {
-    int fd;
-    std::function<void()> on_readable;
-  };
-  std::vector<Watched> watched_;
   std::optional<sigset_t> wait_mask_;
   std::optional<Duration> cpu_wait_;
 };
