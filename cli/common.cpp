@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <iostream>
 #include <map>
 
@@ -410,6 +411,21 @@ std::string printable(const std::string& text) {
   }
   if (text.size() > kMax) out += "… (" + std::to_string(text.size()) + " bytes)";
   return out;
+}
+
+std::string ttl_text(std::int64_t ttl_ms) {
+  if (ttl_ms == -1) return "no expiry";
+  if (ttl_ms < 0) return "-";
+  return format_duration(std::chrono::milliseconds(ttl_ms));
+}
+
+std::string wall_time(std::int64_t unix_ms) {
+  std::time_t t = static_cast<std::time_t>(unix_ms / 1000);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
 }
 
 void warn(const GlobalOptions& options, const std::string& message) {

@@ -20,6 +20,8 @@ constexpr Synopsis kSynopses[] = {
     {"status", "status NAME"},
     {"run", "run [OPTIONS] NAME [OPTIONS] [--] CMD [ARG...]\nrun [OPTIONS] NAME [OPTIONS] -c STR"},
     {"doctor", "doctor [--ttl DUR]"},
+    {"list", "list [PATTERN]"},
+    {"watch", "watch NAME [--until released|free]"},
     {"completion", "completion bash|zsh"},
 };
 

@@ -231,8 +231,9 @@ int checked_stdout(const std::string& command, int status) {
 
 using Setup = void (*)(CLI::App&, const GlobalOptions&, Action&);
 const std::pair<const char*, Setup> kCommands[] = {
-    {"acquire", setup_acquire}, {"extend", setup_extend}, {"release", setup_release},      {"status", setup_status},
-    {"run", setup_run},         {"doctor", setup_doctor}, {"completion", setup_completion}};
+    {"acquire", setup_acquire},       {"extend", setup_extend}, {"release", setup_release},
+    {"status", setup_status},         {"run", setup_run},       {"doctor", setup_doctor},
+    {"completion", setup_completion}, {"list", setup_list},     {"watch", setup_watch}};
 
 // Adds the commands to APP. Building a command's options costs more than running most commands:
 // only the one WORD names is built, none for --version alone (WORD null), and all of them for

@@ -1,6 +1,5 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
-#include <ctime>
 
 #include "commands.hpp"
 #include "core/util/duration.hpp"
@@ -13,21 +12,6 @@ namespace {
 struct StatusOptions {
   std::string name;
 };
-
-std::string ttl_text(std::int64_t ttl_ms) {
-  if (ttl_ms == -1) return "no expiry";
-  if (ttl_ms < 0) return "-";
-  return format_duration(std::chrono::milliseconds(ttl_ms));
-}
-
-std::string wall_time(std::int64_t unix_ms) {
-  std::time_t t = static_cast<std::time_t>(unix_ms / 1000);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
 
 // One row of the server table, without the padding that an empty last column would leave at its end.
 void print_row(std::size_t width, const std::string& server, const std::string& state, const std::string& ttl,

@@ -310,8 +310,10 @@ SYNOPSES = {
     "status": ["status NAME"],
     "run": ["run [OPTIONS] NAME [OPTIONS] [--] CMD [ARG...]", "run [OPTIONS] NAME [OPTIONS] -c STR"],
     "doctor": ["doctor [--ttl DUR]"],
+    "list": ["list [PATTERN]"],
+    "watch": ["watch NAME [--until released|free]"],
 }
-COMMANDS = "acquire, extend, release, status, run, doctor, completion"
+COMMANDS = "acquire, extend, release, status, run, doctor, list, watch, completion"
 
 
 class Help(unittest.TestCase):
