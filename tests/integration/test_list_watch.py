@@ -37,6 +37,7 @@ class List(ClusterTest):
         for s in self.cluster.servers:
             with s.client() as c:
                 c.call("SET", "other:job", "x", "PX", "30000")  # outside the prefix
+        self.assertEqual(self.rl("acquire", "{t}tagged").code, 0)  # its helpers are locks:{t}tagged:redlock:…
         self.assertEqual(self.rl("acquire", "gone", "--ttl", "50ms").code, 0)
         wait_for(lambda: self.cluster.values("locks:gone") == [None] * 3, timeout=5, what="the lock to expire")
 
@@ -44,7 +45,7 @@ class List(ClusterTest):
         self.assertEqual(r.code, 0, r)
         rows = lock_rows(r)
         # The expired lock keeps its fence: a free name with a fence is listed; helper keys never are.
-        self.assertEqual(sorted(rows), ["gone", "held", "one", "partial"])
+        self.assertEqual(sorted(rows), ["gone", "held", "one", "partial", "{t}tagged"])
         h = rows["held"]
         self.assertEqual((h["key"], h["state"], h["owner"], h["mode"], h["servers_held"]),
                          ("locks:held", "held", "alice", "mutex", 3))
@@ -70,7 +71,12 @@ class List(ClusterTest):
         lines = plain.stdout.splitlines()
         self.assertEqual(lines[0].split(), ["NAME", "STATE", "OWNER", "SINCE", "TTL", "FENCE", "SERVERS"])
         self.assertEqual([line.split()[:2] for line in lines[1:]],
-                         [["gone", "free"], ["held", "held"], ["one", "free"], ["partial", "partial"]])
+                         [["gone", "free"], ["held", "held"], ["one", "free"], ["partial", "partial"],
+                          ["{t}tagged", "held"]])
+        # Without a prefix every key is looked at: still no helper key, and no other kind of data.
+        everything = super().rl("--json", "list")
+        self.assertEqual(sorted(lock_rows(everything)), ["locks:gone", "locks:held", "locks:one", "locks:partial",
+                                                         "locks:{t}tagged", "other:job"])
         self.assertIn("3/3", lines[2])
 
     def test_pattern_filters_names(self):
