@@ -73,17 +73,22 @@ int run_watch(const WatchOptions& o, const GlobalOptions& global) {
   if (start.state == LockState::Unknown) warn(global, "watch: fewer than a quorum answered; watching on");
   if (!o.until.empty() && start.state == LockState::Free) return exit_code::kOk;
   const std::size_t needed = quorum_size(transport->size());
+  // A release is told at the first server's; the others' may still be on their way: once a quorum
+  // of them is heard free, the lock is read again.
+  bool recheck = false;
+  auto views_free = [&] { return watch.free_servers() >= needed; };
   for (;;) {
     const TimePoint deadline = o.until.empty() ? kNever : transport->now() + kFreeCheck;
     bool ended = false;
-    for (const LockEvent& e : watch.next([&] { return stopped() != 0; }, deadline)) {
+    for (const LockEvent& e : watch.next([&] { return stopped() != 0 || (recheck && views_free()); }, deadline)) {
       if (!print_json(json_event(e, o.name, keys.lock, *transport))) return exit_code::kOk;  // checked_stdout says why
       ended = ended || e.kind == LockEventKind::Released || e.kind == LockEventKind::Expired;
     }
     if (int sig = stopped()) return 128 + sig;
     if (o.until == "released" && ended) return exit_code::kOk;
-    // The first server's release is the event; the others' may not have been heard yet: read them.
-    if (!o.until.empty() && (ended || watch.free_servers() >= needed) && free_now(redlock, keys)) return exit_code::kOk;
+    if (o.until.empty() || !(ended || views_free())) continue;
+    if (free_now(redlock, keys)) return exit_code::kOk;
+    recheck = !views_free();
   }
 }
 
