@@ -139,8 +139,8 @@ class ManyLocks(unittest.TestCase):
 class WatchProcess:
     """redlock watch in the background, its JSON lines read with a bounded wait."""
 
-    def __init__(self, cluster, *args):
-        self.proc = spawn(["--prefix", "locks:", "watch"] + list(args), servers=cluster, stdout=subprocess.PIPE,
+    def __init__(self, servers, *args):
+        self.proc = spawn(["--prefix", "locks:", "watch"] + list(args), servers=servers, stdout=subprocess.PIPE,
                           stderr=subprocess.PIPE)
         self.buf = b""
 
@@ -174,8 +174,8 @@ class Watch(ClusterTest):
     def rl(self, *args, **kw):
         return super().rl("--prefix", "locks:", *args, **kw)
 
-    def watching(self, *args):
-        w = WatchProcess(self.cluster, *args)
+    def watching(self, *args, servers=None):
+        w = WatchProcess(servers or self.cluster, *args)
         self.addCleanup(w.stop)
 
         def subscribed():
@@ -218,6 +218,28 @@ class Watch(ClusterTest):
         self.assertEqual([e["event"] for e in w.events(1)], ["released"])
         free = self.rl("watch", "job", "--until", "free")  # free already
         self.assertEqual((free.code, free.out), (0, b""), free)
+
+    def test_a_refused_keyspace_channel_leaves_the_wake_up_channel(self):
+        # CONFIG GET says notifications are on, but this user may not hear them: the SUBSCRIBE to
+        # the keyspace channel is refused, and the wake-up channel's announcements still come at once.
+        for s in self.cluster.servers:
+            with s.client() as c:
+                c.call("ACL", "SETUSER", "watcher", "reset", "on", ">pw", "~*", "&{locks:*}:redlock:wake", "+@all")
+        self.addCleanup(self.deluser, "watcher")
+        urls = ",".join("redis://watcher:pw@%s" % s.address for s in self.cluster.servers)
+        w = self.watching("job", servers=urls)
+        token = self.rl("acquire", "job", "--ttl", "10s").stdout.strip()
+        released = time.time()
+        self.assertEqual(self.rl("release", "job", "--token", token).code, 0)
+        events = w.events(2)
+        self.assertEqual([e["event"] for e in events], ["acquired", "released"], events)
+        at = time.mktime(time.strptime(events[1]["time"][:19], "%Y-%m-%dT%H:%M:%S")) - time.timezone
+        self.assertLess(at + float(events[1]["time"][19:-1]) - released, 0.5)  # announced, not polled
+
+    def deluser(self, name):
+        for s in self.cluster.servers:
+            with s.client() as c:
+                c.call("ACL", "DELUSER", name)
 
     def test_bad_until_is_a_usage_error(self):
         r = self.rl("watch", "job", "--until", "never")
