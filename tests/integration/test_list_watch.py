@@ -127,7 +127,7 @@ class ManyLocks(unittest.TestCase):
                     c.call("SET", "{locks:job-00001}:redlock:fence", "3")
             r = redlock(["--prefix", "locks:", "--json", "list"], servers=cluster)
             self.assertEqual(r.code, 0, r)
-            self.assertLess(r.elapsed, 5.0, r)  # about 0.35 s on a loaded 2-CPU machine
+            self.assertLess(r.elapsed, 5.0, r)  # 0.35 s to 2.5 s on a busy 2-CPU machine
             locks = r.json()["locks"]
             self.assertEqual(len(locks), 10000)
             self.assertEqual({row["state"] for row in locks}, {"held"})
