@@ -67,7 +67,7 @@ int run_watch(const WatchOptions& o, const GlobalOptions& global) {
   if (!watch.keyspace_off().empty()) {
     std::string where;
     for (const auto& line : watch.keyspace_off()) where += (where.empty() ? "" : "; ") + line;
-    warn(global, "watch: keyspace notifications are off (" + where +
+    warn(global, "watch: no keyspace notifications from some servers (" + where +
                      "): an expiry there is seen when the lock is read as it should expire");
   }
   if (start.state == LockState::Unknown) warn(global, "watch: fewer than a quorum answered; watching on");

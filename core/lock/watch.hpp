@@ -95,7 +95,8 @@ class LockWatch {
   // Reads the lock on every server and asks whether keyspace notifications are on (each within
   // --timeout), then subscribes. Returns what the servers held then.
   LockVerdict start();
-  // The servers where keyspace notifications are off or unknown, with why, a line each.
+  // The servers where keyspace notifications are off, or unknown (CONFIG GET refused or unanswered),
+  // with why, a line each.
   const std::vector<std::string>& keyspace_off() const { return keyspace_off_; }
   // Runs until there are events (returned in order), STOP() says so, or DEADLINE passes.
   std::vector<LockEvent> next(const std::function<bool()>& stop, TimePoint deadline);
