@@ -259,6 +259,7 @@ class WatchWithoutKeyspaceNotifications(ClusterTest):
             self.assertEqual([e["event"] for e in w.events(2)], ["acquired", "expired"])
         finally:
             self.assertEqual(w.stop(), 128 + signal.SIGTERM)
+        self.assertEqual(w.proc.stderr.read(), b"")  # said once
 
 
 if __name__ == "__main__":
