@@ -475,8 +475,23 @@ class LeastPrivilege(unittest.TestCase):
         if [(row["name"], row["state"]) for row in listed.json()["locks"]] != [("job", "held")]:
             raise AssertionError("list: %r" % listed.json())
 
+    def step_watch(self):
+        """watch --until free hears the release (CONFIG GET is refused: no keyspace notifications)."""
+        token = self.rl("acquire", "job").stdout.strip()
+        watcher = spawn(["--prefix", "locks:", "--timeout", "1s", "watch", "job", "--until", "free"],
+                        servers=",".join(self.urls), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            wait_for(lambda: min(self.numsub("{locks:job}:redlock:wake")) >= 1 or watcher.poll() is not None,
+                     timeout=5, what="watch to subscribe")
+            self.check(self.rl("release", "job", "--token", token), 0, "release")
+            out, err = watcher.communicate(timeout=10)
+        finally:
+            stop(watcher)
+        if watcher.returncode != 0 or b'"event":"released"' not in out:
+            raise AssertionError("watch: exit %s: %r %r" % (watcher.returncode, out, err))
+
     STEPS = [("fresh", step_fresh), ("commands", step_commands), ("duplicate", step_duplicate),
-             ("wake-up", step_wake_up), ("run", step_run), ("list", step_list)]
+             ("wake-up", step_wake_up), ("run", step_run), ("list", step_list), ("watch", step_watch)]
 
     def first_failure(self):
         for name, step in self.STEPS:
