@@ -73,6 +73,8 @@ void setup_status(CLI::App& app, const GlobalOptions& global, Action& action);
 void setup_run(CLI::App& app, const GlobalOptions& global, Action& action);
 void setup_elect(CLI::App& app, const GlobalOptions& global, Action& action);
 void setup_doctor(CLI::App& app, const GlobalOptions& global, Action& action);
+void setup_list(CLI::App& app, const GlobalOptions& global, Action& action);
+void setup_watch(CLI::App& app, const GlobalOptions& global, Action& action);
 void setup_completion(CLI::App& app, const GlobalOptions& global, Action& action);
 
 }  // namespace redlock::cli

@@ -413,6 +413,12 @@ std::string printable(const std::string& text) {
   return out;
 }
 
+std::string ttl_text(std::int64_t ttl_ms) {
+  if (ttl_ms == -1) return "no expiry";
+  if (ttl_ms < 0) return "-";
+  return format_duration(std::chrono::milliseconds(ttl_ms));
+}
+
 std::string wall_time(std::int64_t unix_ms) {
   std::time_t t = static_cast<std::time_t>(unix_ms / 1000);
   std::tm tm{};

@@ -115,6 +115,11 @@ Duration ttl_option(const std::string& text, const char* what);
 // NAME as it may appear in a one-line message: control characters escaped, long names cut.
 std::string printable(const std::string& text);
 
+// A lock's TTL as status and list show it: "29.5s", "no expiry" (−1), "-" (none).
+std::string ttl_text(std::int64_t ttl_ms);
+// UNIX_MS as an ISO 8601 UTC time to the second ("2024-05-01T12:00:00Z").
+std::string wall_time(std::int64_t unix_ms);
+
 // Diagnostics on stderr: warnings unless -q, verbose lines with -v.
 void warn(const GlobalOptions& options, const std::string& message);
 void verbose(const GlobalOptions& options, int level, const std::string& message);

@@ -23,6 +23,8 @@ constexpr Synopsis kSynopses[] = {
      "elect [OPTIONS] NAME [OPTIONS] [--] CMD [ARG...]\nelect [OPTIONS] NAME [OPTIONS] -c STR\n"
      "elect NAME --observe"},
     {"doctor", "doctor [--ttl DUR]"},
+    {"list", "list [PATTERN]"},
+    {"watch", "watch NAME [--until released|free]"},
     {"completion", "completion bash|zsh"},
 };
 

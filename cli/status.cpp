@@ -13,12 +13,6 @@ struct StatusOptions {
   std::string name;
 };
 
-std::string ttl_text(std::int64_t ttl_ms) {
-  if (ttl_ms == -1) return "no expiry";
-  if (ttl_ms < 0) return "-";
-  return format_duration(std::chrono::milliseconds(ttl_ms));
-}
-
 // One row of the server table, without the padding that an empty last column would leave at its end.
 void print_row(std::size_t width, const std::string& server, const std::string& state, const std::string& ttl,
                const std::string& value) {

@@ -18,6 +18,8 @@ _redlock_value_kind() {
         --user | --tls-server-name | --prefix | --token | --owner | --drift | -E | --conflict-exit-code | \
             -c | --command | --lost-exit-code | --max-terms)
             echo other ;;
+        --until)
+            echo until ;;
         *)
             return 1 ;;
     esac
@@ -78,7 +80,7 @@ _redlock_main() {
 
     local global_opts="-S --servers --timeout --password-file --user --tls-ca --tls-cert --tls-key
         --tls-server-name --tls-insecure --json -v --verbose -q --quiet --prefix -h --help -V --version"
-    local commands="acquire extend release status run elect doctor completion"
+    local commands="acquire extend release status run elect doctor list watch completion"
     local acquire_opts="--ttl -n --nonblock -w --wait -E --conflict-exit-code --token --token-file
         --retry-delay --drift --owner"
     local run_opts="$acquire_opts -c --command --renew --signal -k --kill-after --lost-exit-code --report
@@ -135,6 +137,8 @@ _redlock_main() {
             signal)
                 mapfile -t COMPREPLY < <(compgen -W "TERM INT HUP QUIT KILL USR1 USR2 ALRM CONT STOP ABRT PIPE
                     WINCH" -- "${cur^^}") ;;
+            until)
+                mapfile -t COMPREPLY < <(compgen -W "released free" -- "$cur") ;;
             server)
                 compopt -o nospace 2>/dev/null
                 mapfile -t COMPREPLY < <(compgen -W "redis:// rediss:// unix://" -- "$cur") ;;
@@ -152,6 +156,7 @@ _redlock_main() {
         run) opts+=" $run_opts" ;;
         elect) opts+=" $elect_opts" ;;
         doctor) opts+=" --ttl" ;;
+        watch) opts+=" --until" ;;
     esac
 
     if [[ $cur == -* ]]; then

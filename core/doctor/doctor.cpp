@@ -12,6 +12,7 @@
 #include "core/lock/token.hpp"
 #include "core/util/duration.hpp"
 #include "core/util/setting.hpp"
+#include "core/util/glob.hpp"
 
 namespace redlock {
 
@@ -221,6 +222,8 @@ enum Probe : std::size_t {
   kAcquire,
   kExtend,
   kStatus,
+  kList,
+  kScan,
   kFence,
   kRelease,
   kCleanup,
@@ -238,6 +241,10 @@ const char* probe_name(std::size_t k) {
       return "extend script";
     case kStatus:
       return "status script";
+    case kList:
+      return "list script";
+    case kScan:
+      return "SCAN (list)";
     case kFence:
       return "fence script";
     case kRelease:
@@ -263,15 +270,18 @@ std::vector<Request> probe_requests(const LockKeys& keys, const std::string& tok
   r[kAcquire] = Request::eval(kAcquireScript, {keys.lock, keys.fence, keys.owner},
                               {token, ttl_ms, "0 redlock doctor", keys.channel});
   // As `extend` without a TTL sends it: it reads the owner record and the lock's PTTL too.
-  r[kExtend] = Request::eval(kExtendScript, {keys.lock, keys.owner}, {token, ttl_ms, "1"});
+  r[kExtend] = Request::eval(kExtendScript, {keys.lock, keys.owner}, {token, ttl_ms, "1", keys.channel});
   r[kStatus] = Request::eval(kStatusScript, {keys.lock, keys.owner, keys.fence}, {});
+  // What `list` runs: its script, and SCAN under the prefix (the probe key's own name).
+  r[kList] = Request::eval(kListScript, {keys.lock, keys.owner, keys.fence}, {});
+  r[kScan] = Request::command({"SCAN", "0", "MATCH", glob_escape(keys.lock), "COUNT", "10"});
   // Proposing 0 reads the counter and never writes it.
   r[kFence] = Request::eval(kFenceScript, {keys.fence}, {"0"});
   r[kRelease] = Request::eval(kReleaseScript, {keys.lock, keys.owner}, {token, keys.channel, "0", "released"});
   // All sent as EVAL, which redlock uses after a NOSCRIPT and for what it does not wait for: the
   // probes depend on their order, and the EVAL that answers a NOSCRIPT would go at the end of
   // the pipeline, after the clean-up and the look for what is left.
-  for (std::size_t k : {kAcquire, kExtend, kStatus, kFence, kRelease}) r[k].with_body = true;
+  for (std::size_t k : {kAcquire, kExtend, kStatus, kList, kFence, kRelease}) r[k].with_body = true;
   // The fencing counter outlives a release by design (fences never go back); this key is thrown
   // away, so its counter goes too, if taking the lock made one.
   r[kCleanup] = Request::command({"DEL", keys.fence});
@@ -687,7 +697,7 @@ Check check_acl(const std::vector<ServerFacts>& servers, const std::string& prob
                   plural(count_notes(c.notes, Verdict::Fail), "server", "servers") + " (" + where + ")";
       c.advice =
           "The lock's user needs EVALSHA and EVAL; GET, SET, PEXPIRE, PTTL, TYPE, DEL, PUBLISH and PUBSUB "
-          "(called by the scripts); SUBSCRIBE; on the keys KEY, {KEY}:redlock:fence and "
+          "(called by the scripts); SUBSCRIBE; SCAN for list; on the keys KEY, {KEY}:redlock:fence and "
           "{KEY}:redlock:owner and the channel {KEY}:redlock:wake, for KEY = prefix + NAME.";
   }
   return c;

@@ -31,4 +31,19 @@ bool is_helper_key(const std::string& key) {
   return false;
 }
 
+std::optional<HelperKey> helper_of(const std::string& key) {
+  static constexpr std::string_view kMarker = ":redlock:";
+  const auto at = key.rfind(kMarker);
+  if (at == std::string::npos) return std::nullopt;
+  std::string word = key.substr(at + kMarker.size());
+  if (word.empty() || word.find_first_not_of("abcdefghijklmnopqrstuvwxyz") != std::string::npos) return std::nullopt;
+  std::string base = key.substr(0, at);
+  if (base.size() >= 2 && base.front() == '{' && base.back() == '}') {
+    std::string inner = base.substr(1, base.size() - 2);
+    if (!has_hash_tag(inner)) return HelperKey{std::move(inner), std::move(word)};
+  }
+  if (has_hash_tag(base)) return HelperKey{std::move(base), std::move(word)};
+  return std::nullopt;
+}
+
 }  // namespace redlock

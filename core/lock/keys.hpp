@@ -3,6 +3,7 @@
 // so they would live in the same cluster slot, and never change the lock key itself.
 #pragma once
 
+#include <optional>
 #include <string>
 
 namespace redlock {
@@ -19,5 +20,14 @@ LockKeys derive_keys(const std::string& key);
 // Whether KEY ends as a helper key does (":redlock:fence", ":redlock:owner", ":redlock:wake"): a
 // lock of that name could be another lock's helper key, and be overwritten by its owner record.
 bool is_helper_key(const std::string& key);
+
+// The lock a helper key belongs to: KEY is "{LOCK}:redlock:WORD" (or "LOCK:redlock:WORD" for a
+// LOCK with a hash tag of its own), as derive_keys makes them, for any lower-case WORD (helpers
+// added later too). "{NAME}" and "NAME" share their helper keys: the lock is then the unbraced one.
+struct HelperKey {
+  std::string lock;
+  std::string word;  // fence, owner, …
+};
+std::optional<HelperKey> helper_of(const std::string& key);
 
 }  // namespace redlock

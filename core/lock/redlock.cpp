@@ -463,6 +463,8 @@ std::string_view ServerReport::result_name() const {
       return "held";
     case Answer::Free:
       return "free";
+    case Answer::Listed:
+      return "listed";
     case Answer::Failed:
       break;
   }
@@ -693,8 +695,8 @@ ExtendRound::ExtendRound(Network& network, const LockKeys& keys, const std::stri
         // With its body, as release's: the answer of a server after the quorum is not waited for,
         // and one that lost its script cache (restart, SCRIPT FLUSH) would answer a bare EVALSHA
         // with a NOSCRIPT nobody reads, keeping the old expiry there.
-        Request r =
-            Request::eval(kExtendScript, {keys.lock, keys.owner}, {token, ms_string(ttl), keep_longer ? "1" : "0"});
+        Request r = Request::eval(kExtendScript, {keys.lock, keys.owner},
+                                  {token, ms_string(ttl), keep_longer ? "1" : "0", keys.channel});
         r.with_body = true;
         return r;
       }) {}
@@ -862,26 +864,58 @@ ReleaseResult Redlock::release(const LockKeys& keys, const std::string& token, b
   return release_result(network_, round, force);
 }
 
-namespace {
-
-// One server's answer to the status script: held, free or foreign (ok), or a failure.
-ServerReport status_report(const Network& network, std::size_t i, const std::optional<Result>& r) {
-  const Reply* reply = r && r->ok() ? &r->reply : nullptr;
-  if (!reply || reply->type != Reply::Type::Array || reply->elements.size() != 5 || !reply->elements[2].as_integer()) {
-    return r && r->ok() ? unexpected_report(network, i, *r) : failure_report(network, i, r);
+StatusResult Redlock::status(const LockKeys& keys) {
+  const Round round = read_everywhere(keys);
+  StatusResult res;
+  res.elapsed = network_.now() - round.started();
+  res.tally.total = round.results().size();
+  std::vector<std::optional<LockReading>> readings(res.tally.total);
+  for (std::size_t i = 0; i < round.results().size(); ++i) {
+    const auto& r = round.results()[i];
+    if (r && r->ok()) readings[i] = parse_lock_reading(r->reply);
+    if (!readings[i]) {
+      ++res.tally.failed;
+      res.servers.push_back(r && r->ok() ? unexpected_report(network_, i, *r) : failure_report(network_, i, r));
+      continue;
+    }
+    ++res.tally.yes;
+    const LockReading& reading = *readings[i];
+    ServerReport rep = answer_report(network_, i, *r, Answer::Free, true);
+    rep.type = reading.type;
+    rep.ttl_ms = reading.ttl_ms;
+    rep.value = reading.value;
+    rep.owner = reading.owner;
+    rep.fence = reading.fence;
+    if (reading.type != "none") rep.result = reading.type == "string" ? Answer::Held : Answer::Foreign;
+    res.servers.push_back(std::move(rep));
   }
-  ServerReport rep = answer_report(network, i, *r, Answer::Free, true);
-  rep.type = reply->elements[0].str;
-  rep.ttl_ms = *reply->elements[2].as_integer();
-  if (reply->elements[1].type == Reply::Type::String) rep.value = reply->elements[1].str;
-  if (reply->elements[3].type == Reply::Type::String) rep.owner = reply->elements[3].str;
-  rep.fence = reply->elements[4].as_integer().value_or(0);
-  if (rep.type == "string") rep.result = Answer::Held;
-  if (rep.type != "string" && rep.type != "none") rep.result = Answer::Foreign;
-  return rep;
+  const LockVerdict verdict = judge_lock(readings);
+  res.no_quorum = verdict.state == LockState::Unknown;
+  res.state = verdict.state;
+  res.token = verdict.token;
+  res.ttl_ms = verdict.ttl_ms;
+  res.owner = verdict.owner;
+  res.since_unix_ms = verdict.since_unix_ms;
+  res.fence = verdict.fence;
+  return res;
 }
 
-// How long a quorum still holds the lock: the needed-th longest TTL (no expiry sorts first).
+std::optional<LockReading> parse_lock_reading(const Reply& reply) {
+  if (reply.type != Reply::Type::Array || reply.elements.size() != 5 || !reply.elements[2].as_integer()) {
+    return std::nullopt;
+  }
+  LockReading r;
+  r.type = reply.elements[0].str;
+  r.ttl_ms = *reply.elements[2].as_integer();
+  if (reply.elements[1].type == Reply::Type::String) r.value = reply.elements[1].str;
+  if (reply.elements[3].type == Reply::Type::String) r.owner = reply.elements[3].str;
+  r.fence = reply.elements[4].as_integer().value_or(0);
+  return r;
+}
+
+namespace {
+
+// The TTL a quorum of WHERE still holds the lock for: the needed-th longest (−1, no expiry, longest).
 std::int64_t quorum_ttl(std::vector<std::int64_t> ttls, std::size_t needed) {
   std::sort(ttls.begin(), ttls.end(), [](std::int64_t a, std::int64_t b) {
     if (a == -1) return b != -1;
@@ -893,46 +927,39 @@ std::int64_t quorum_ttl(std::vector<std::int64_t> ttls, std::size_t needed) {
 
 }  // namespace
 
-void judge_status(StatusResult& res) {
-  std::map<std::string, std::vector<const ServerReport*>> holders;  // value -> servers holding it with time left
+LockVerdict judge_lock(const std::vector<std::optional<LockReading>>& readings) {
+  LockVerdict v;
+  const std::size_t needed = quorum_size(readings.size());
+  std::size_t answered = 0;
   std::size_t free = 0;
-  for (const auto& rep : res.servers) {
-    if (rep.ok && rep.type == "none") ++free;
-    if (rep.ok && rep.result == Answer::Held && rep.ttl_ms != -2) holders[*rep.value].push_back(&rep);
+  std::map<std::string, std::vector<const LockReading*>> holders;  // value -> servers holding it with time left
+  for (const auto& r : readings) {
+    if (!r) continue;
+    ++answered;
+    v.fence = std::max(v.fence, r->fence);
+    if (r->type == "none") ++free;
+    if (r->type != "string" || !r->value || r->ttl_ms == -2) continue;
+    holders[*r->value].push_back(&*r);
+    ++v.servers_held;
   }
-  const std::size_t needed = res.tally.needed();
-  res.no_quorum = res.tally.yes < needed;
-  res.state = free >= needed ? LockState::Free : LockState::Partial;
   // Too few answers for any verdict (none held or free can come from fewer than a quorum).
-  if (res.no_quorum) res.state = LockState::Unknown;
+  v.state = answered < needed ? LockState::Unknown : free >= needed ? LockState::Free : LockState::Partial;
   for (const auto& [value, where] : holders) {
     if (where.size() < needed) continue;
-    res.state = LockState::Held;
-    res.token = value;
+    v.state = LockState::Held;
+    v.token = value;
+    v.servers_held = where.size();
     std::vector<std::int64_t> ttls;
-    for (const auto* rep : where) ttls.push_back(rep->ttl_ms);
-    res.ttl_ms = quorum_ttl(std::move(ttls), needed);
-    auto with_owner = std::find_if(where.begin(), where.end(), [](const auto* rep) { return rep->owner.has_value(); });
-    if (with_owner == where.end()) continue;
+    for (const auto* r : where) ttls.push_back(r->ttl_ms);
+    v.ttl_ms = quorum_ttl(std::move(ttls), needed);
+    const auto with_owner = std::find_if(where.begin(), where.end(), [](const LockReading* r) { return r->owner; });
+    if (with_owner == where.end()) break;
     OwnerRecord record = parse_owner_record(*(*with_owner)->owner);
-    res.since_unix_ms = record.since_unix_ms;
-    res.owner = record.owner;
+    v.since_unix_ms = record.since_unix_ms;
+    v.owner = record.owner;
+    break;
   }
-}
-
-StatusResult Redlock::status(const LockKeys& keys) {
-  const Round round = read_everywhere(keys);
-  StatusResult res;
-  res.elapsed = network_.now() - round.started();
-  res.tally.total = round.results().size();
-  for (std::size_t i = 0; i < round.results().size(); ++i) {
-    ServerReport rep = status_report(network_, i, round.results()[i]);
-    ++(rep.ok ? res.tally.yes : res.tally.failed);
-    res.fence = std::max(res.fence, rep.fence);
-    res.servers.push_back(std::move(rep));
-  }
-  judge_status(res);
-  return res;
+  return v;
 }
 
 }  // namespace redlock

@@ -30,6 +30,7 @@ enum class Answer {
   NotHeld,
   Held,
   Free,
+  Listed,  // list: the server's locks were all read
   Failed
 };
 
@@ -51,7 +52,7 @@ struct ServerReport {
   bool waited_for() const { return result != Answer::NotWaitedFor; }
   bool failed(Failure f) const { return result == Answer::Failed && failure == f; }
   // The result as reports name it: locked, reacquired, busy, foreign, extended, healed, released,
-  // not_held, held, free, not_waited_for, or the failure's name ("error" for an error reply).
+  // not_held, held, free, listed, not_waited_for, or the failure's name ("error" for an error reply).
   std::string_view result_name() const;
 };
 
@@ -163,6 +164,33 @@ struct StatusResult {
   std::vector<ServerReport> servers;
 };
 
+// What one server holds under a lock's key, as the status script reads it.
+struct LockReading {
+  std::string type = "none";  // none, string, or another type (a foreign key)
+  std::optional<std::string> value;
+  std::int64_t ttl_ms = -2;
+  std::optional<std::string> owner;  // the owner record's text
+  std::int64_t fence = 0;
+};
+// The status script's answer {type, value, PTTL, owner record, fence counter}; nothing when REPLY
+// is not one.
+std::optional<LockReading> parse_lock_reading(const Reply& reply);
+
+// What the servers' readings say of a lock (the rule of `status` and `list`): held when a quorum
+// holds one token with time left, free when a quorum holds nothing, partial otherwise, unknown
+// when fewer than a quorum answered.
+struct LockVerdict {
+  LockState state = LockState::Partial;
+  std::optional<std::string> token;  // held: the value a quorum holds
+  std::int64_t ttl_ms = -2;          // held: how long a quorum still holds it (−1: no expiry)
+  std::optional<std::string> owner;  // held: the owner record's owner, when there is one
+  std::optional<std::int64_t> since_unix_ms;
+  std::int64_t fence = 0;        // the highest fencing counter seen
+  std::size_t servers_held = 0;  // held: servers holding the token; else servers holding any lock
+};
+// READINGS has one entry per server, empty for a server that did not answer.
+LockVerdict judge_lock(const std::vector<std::optional<LockReading>>& readings);
+
 // What a renewal writes where it puts a missing lock back: the owner record and the fence it was
 // taken with (empty and 0 when unknown, as for `extend`).
 struct Heal {
@@ -272,9 +300,6 @@ inline constexpr Duration kDuplicateGrace = std::chrono::microseconds(200);
 // that cannot be what its URL asks for (a database it does not have).
 void check_duplicates(const std::vector<std::optional<Result>>& results);
 
-// The verdict of a status read from RES.servers and RES.tally: state, and when held the token, the
-// quorum's TTL and the owner record (the rules of `status`, for anything that reads locks).
-void judge_status(StatusResult& res);
 std::string_view outcome_name(AcquireOutcome o);
 std::string_view state_name(LockState s);
 

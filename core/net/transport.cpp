@@ -146,22 +146,26 @@ class Transport::Connection {
     drive(now);
   }
 
-  void subscribe(const std::string& channel, MessageCallback on_message) {
-    channel_ = channel;
+  void subscribe(std::vector<std::string> channels, ChannelCallback on_message) {
+    channels_ = std::move(channels);
     on_message_ = std::move(on_message);
     next_open_ = TimePoint{};
   }
 
   // Opens a subscriber connection that is due; called on every turn of the loop.
   void maintain(TimePoint now) {
-    if (role_ != Role::Subscriber || stream_ || channel_.empty() || now < next_open_) return;
+    if (role_ != Role::Subscriber || stream_ || channels_.empty() || now < next_open_) return;
     open(now);
-    Pending p;
-    p.kind = Pending::Kind::Subscribe;
-    p.sent = now;
-    p.deadline = now + std::max(owner_.options_.timeout, kMinSubscribeDeadline);
-    encode_argv({"SUBSCRIBE", channel_});
-    pending_.push_back(std::move(p));
+    // One SUBSCRIBE each: a refusal refuses the whole command, and only the first channel must be allowed.
+    for (const auto& channel : channels_) {
+      Pending p;
+      p.kind = Pending::Kind::Subscribe;
+      p.channel = channel;
+      p.sent = now;
+      p.deadline = now + std::max(owner_.options_.timeout, kMinSubscribeDeadline);
+      encode_argv({"SUBSCRIBE", channel});
+      pending_.push_back(std::move(p));
+    }
     drive(now);
   }
 
@@ -182,7 +186,7 @@ class Transport::Connection {
     for (const auto& p : pending_) {
       if (p.done || p.kind == Pending::Kind::Subscribe) t = std::min(t, p.deadline);
     }
-    if (role_ == Role::Subscriber && !stream_ && !channel_.empty()) t = std::min(t, next_open_);
+    if (role_ == Role::Subscriber && !stream_ && !channels_.empty()) t = std::min(t, next_open_);
     return t;
   }
 
@@ -300,6 +304,7 @@ class Transport::Connection {
   struct Pending {
     enum class Kind { Auth, Select, Info, Role, Request, Subscribe };
     Kind kind = Kind::Request;
+    std::string channel;  // Subscribe: the channel asked for
     ResultCallback done;  // empty once abandoned
     TimePoint sent;
     TimePoint deadline;
@@ -480,8 +485,16 @@ class Transport::Connection {
 
   bool on_pubsub(const Reply& reply, TimePoint now) {
     if (reply.is_error()) {
-      fail(classify_error_reply(reply.str), "SUBSCRIBE refused: " + reply.str, now);
-      return false;
+      const bool later_channel = !pending_.empty() && pending_.front().kind == Pending::Kind::Subscribe &&
+                                 pending_.front().channel != channels_.front();
+      if (!later_channel) {
+        fail(classify_error_reply(reply.str), "SUBSCRIBE refused: " + reply.str, now);
+        return false;
+      }
+      const std::string channel = pending_.front().channel;
+      pending_.pop_front();
+      if (on_message_) on_message_(index_, channel, "refused: " + reply.str);
+      return true;
     }
     if (!pending_.empty() && pending_.front().kind == Pending::Kind::Auth) {
       pending_.pop_front();  // AUTH's +OK
@@ -491,10 +504,11 @@ class Transport::Connection {
     const std::string& kind = reply.elements[0].str;
     if (kind == "subscribe") {
       if (!pending_.empty()) pending_.pop_front();
+      if (reply.elements[1].str != channels_.front()) return true;
       subscribed_ = true;
-      if (on_message_) on_message_(index_, "subscribed");
+      if (on_message_) on_message_(index_, channels_.front(), "subscribed");
     } else if (kind == "message" && on_message_) {
-      on_message_(index_, reply.elements[2].str);
+      on_message_(index_, reply.elements[1].str, reply.elements[2].str);
     }
     return true;
   }
@@ -527,7 +541,7 @@ class Transport::Connection {
     out_pos_ = 0;
     connected_ = false;
     if (role_ == Role::Subscriber) {
-      if (subscribed_ && on_message_) on_message_(index_, "unsubscribed");
+      if (subscribed_ && on_message_) on_message_(index_, channels_.front(), "unsubscribed");
       subscribed_ = false;
       next_open_ = now + kResubscribeDelay;
     }
@@ -556,8 +570,8 @@ class Transport::Connection {
   std::string duplicate_message_;
   std::string server_role_;  // what ROLE said; empty while unknown
   // Subscriber role only.
-  std::string channel_;
-  MessageCallback on_message_;
+  std::vector<std::string> channels_;
+  ChannelCallback on_message_;
   bool subscribed_ = false;
   TimePoint next_open_ = kNever;
 };
@@ -644,12 +658,19 @@ void Transport::flush(TimePoint deadline) {
 }
 
 void Transport::subscribe(const std::string& channel, MessageCallback on_message) {
+  subscribe_channels(std::vector<std::vector<std::string>>(servers_.size(), {channel}),
+                     [on_message = std::move(on_message)](std::size_t server, const std::string&,
+                                                          std::string_view message) { on_message(server, message); });
+}
+
+void Transport::subscribe_channels(std::vector<std::vector<std::string>> channels, ChannelCallback on_message) {
   if (subscribers_.empty()) {
     for (std::size_t i = 0; i < servers_.size(); ++i) {
       subscribers_.push_back(std::make_unique<Connection>(*this, i, Connection::Role::Subscriber));
     }
   }
-  for (auto& s : subscribers_) s->subscribe(channel, on_message);
+  for (std::size_t i = 0; i < subscribers_.size(); ++i)
+    subscribers_[i]->subscribe(std::move(channels.at(i)), on_message);
   TimePoint now = Clock::now();
   for (auto& s : subscribers_) s->maintain(now);
 }
@@ -677,6 +698,10 @@ void Transport::set_wait_sigmask(const sigset_t* mask) {
 
 bool Transport::resolving() const {
   return std::any_of(commands_.begin(), commands_.end(), [](const auto& c) { return c->resolving(); });
+}
+
+int Transport::database(std::size_t server) const {
+  return servers_.at(server).db;
 }
 
 std::string Transport::role(std::size_t server) const {

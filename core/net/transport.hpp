@@ -38,10 +38,12 @@ class Transport final : public Network {
   void run_until(const std::function<bool()>& done, TimePoint deadline) override;
   void flush(TimePoint deadline) override;
   void subscribe(const std::string& channel, MessageCallback on_message) override;
+  void subscribe_channels(std::vector<std::vector<std::string>> channels, ChannelCallback on_message) override;
   std::size_t subscribed() const override;
   void unsubscribe() override;
   std::string describe(std::size_t server) const override;
   std::string role(std::size_t server) const override;
+  int database(std::size_t server) const override;
   bool resolving() const override;
 
   // The signal mask in force while waiting in ppoll() (signals blocked elsewhere are delivered only

@@ -312,8 +312,10 @@ SYNOPSES = {
     "elect": ["elect [OPTIONS] NAME [OPTIONS] [--] CMD [ARG...]", "elect [OPTIONS] NAME [OPTIONS] -c STR",
               "elect NAME --observe"],
     "doctor": ["doctor [--ttl DUR]"],
+    "list": ["list [PATTERN]"],
+    "watch": ["watch NAME [--until released|free]"],
 }
-COMMANDS = "acquire, extend, release, status, run, elect, doctor, completion"
+COMMANDS = "acquire, extend, release, status, run, elect, doctor, list, watch, completion"
 
 
 class Help(unittest.TestCase):

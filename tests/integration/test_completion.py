@@ -69,7 +69,8 @@ class Bash(unittest.TestCase):
     def test_subcommands(self):
         self.assertEqual(self.complete("ac"), ["acquire"])
         self.assertEqual(sorted(self.complete("")),
-                         sorted(["acquire", "extend", "release", "status", "run", "elect", "doctor", "completion"]))
+                         sorted(["acquire", "extend", "release", "status", "run", "elect", "doctor", "list",
+                                 "watch", "completion"]))
         # After global options and their values.
         self.assertEqual(self.complete("-S", "a:1,b:2", "--timeout", "1s", "st"), ["status"])
 
@@ -83,6 +84,8 @@ class Bash(unittest.TestCase):
         self.assertEqual(self.complete("elect", "job", "--ob"), ["--observe"])
         self.assertIn("--signal", self.complete("elect", "job", "--"))
         self.assertNotIn("--observe", self.complete("run", "job", "--"))
+        self.assertEqual(self.complete("watch", "job", "--un"), ["--until"])
+        self.assertEqual(self.complete("li"), ["list"])
 
     def test_values(self):
         self.assertIn("30s", self.complete("acquire", "--ttl", ""))
@@ -93,6 +96,7 @@ class Bash(unittest.TestCase):
             self.assertIn(sig, signals)
         self.assertEqual(self.complete("run", "--signal", "ki"), ["KILL"])
         self.assertEqual(self.complete("completion", ""), ["bash", "zsh"])
+        self.assertEqual(self.complete("watch", "job", "--until", ""), ["released", "free"])
         open(os.path.join(self.workdir, "token-out"), "w").close()
         self.assertEqual(self.complete("acquire", "job", "--token-file", "token-"), ["token-out"])
 

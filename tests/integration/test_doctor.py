@@ -261,6 +261,16 @@ class RestrictedUser(ClusterTest):
         self.assertEqual(keys_everywhere(self.cluster), [])
 
 
+    def test_a_refused_scan_is_an_acl_failure(self):
+        # list needs SCAN; the probe asks for it.
+        with self.cluster.servers[0].client() as c:
+            c.call("ACL", "SETUSER", "locker", "-scan")
+        r = redlock(["--timeout", "2s", "--json", "doctor"], servers=self.servers_as("locker"))
+        self.assertEqual(r.code, 1, r)
+        details = {n["server"]: n["detail"] for n in checks_of(r)["acl"]["servers"]}
+        self.assertIn("SCAN (list)", details["redis://locker:***@%s" % self.cluster.servers[0].address], details)
+        self.assertEqual(keys_everywhere(self.cluster), [])
+
     def test_a_refused_evalsha_is_an_acl_failure(self):
         with self.cluster.servers[2].client() as c:
             c.call("ACL", "SETUSER", "locker", "-evalsha")

@@ -225,6 +225,15 @@ class FakeNetwork final : public Network {
 
   static Reply arr(std::vector<Reply> e) { return Reply::array(std::move(e)); }
 
+  // What status.lua answers for one lock (and list.lua for each).
+  Reply status_reply(std::size_t i, const std::string& lock, const std::string& owner, const std::string& fence) {
+    Entry* e = find(i, lock);
+    Entry* o = find(i, owner);
+    return arr({Reply::status(e ? e->type : "none"), e && e->type == "string" ? Reply::string(e->value) : Reply::nil(),
+                Reply::number(pttl(i, lock)), o ? Reply::string(o->value) : Reply::nil(),
+                Reply::number(counter(i, fence))});
+  }
+
   Result execute(std::size_t i, const Request& request) {
     Server& s = servers[i];
     Result r;
@@ -303,12 +312,13 @@ class FakeNetwork final : public Network {
       if (p > c) s.data[key] = Entry{proposed, "string", kNever};
       r.reply = Reply::number(std::max(c, p));
     } else if (name == "status") {
-      const std::string &lock = a[1], &owner = a[2], &fence = a[3];
-      Entry* e = find(i, lock);
-      Entry* o = find(i, owner);
-      r.reply = arr({Reply::status(e ? e->type : "none"),
-                     e && e->type == "string" ? Reply::string(e->value) : Reply::nil(), Reply::number(pttl(i, lock)),
-                     o ? Reply::string(o->value) : Reply::nil(), Reply::number(counter(i, fence))});
+      r.reply = status_reply(i, a[1], a[2], a[3]);
+    } else if (name == "list") {
+      std::vector<Reply> locks;
+      for (std::size_t k = 1; k + 2 < a.size(); k += 3) locks.push_back(status_reply(i, a[k], a[k + 1], a[k + 2]));
+      r.reply = arr(std::move(locks));
+    } else if (name == "SCAN") {  // one round trip that finds nothing
+      r.reply = arr({Reply::string("0"), arr({})});
     } else {
       r.failure = Failure::Reply;
       r.error = "ERR unknown command";

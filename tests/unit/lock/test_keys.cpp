@@ -38,3 +38,22 @@ TEST_CASE("a key that ends as a helper key does is recognised") {
   CHECK_FALSE(is_helper_key("a:redlock:owners"));
   CHECK(is_helper_key("x:redlock:wake"));
 }
+
+TEST_CASE("a helper key leads back to its lock, whatever its word; other keys lead nowhere") {
+  using redlock::helper_of;
+  for (const auto& name : {"job", "locks:deploy", "jobs:{eu}:nightly", "a{}b"}) {
+    LockKeys k = derive_keys(name);
+    for (const auto& helper : {k.fence, k.owner, k.channel, k.fence.substr(0, k.fence.size() - 5) + "readers"}) {
+      auto h = helper_of(helper);
+      REQUIRE(h);
+      CHECK(h->lock == name);
+    }
+    CHECK_FALSE(helper_of(k.lock));
+  }
+  CHECK(helper_of("{job}:redlock:fence")->word == "fence");
+  // Not as derive_keys makes them: no braces and no tag of its own, or no word.
+  CHECK_FALSE(helper_of("app:redlock:jobs"));
+  CHECK_FALSE(helper_of("{job}:redlock:"));
+  CHECK_FALSE(helper_of("{job}:redlock:Fence"));
+  CHECK_FALSE(helper_of("{job}:redlock:fence:x"));
+}
