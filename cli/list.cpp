@@ -70,7 +70,8 @@ int run_list(const ListCliOptions& o, const GlobalOptions& global) {
   ListResult r = list_locks(*transport, options);
   verbose_servers(global, r.servers);
   for (const auto& s : r.servers) {
-    if (!s.ok) warn(global, "list: " + s.server + " did not answer (" + std::string(s.result_name()) + ": " + s.error + ")");
+    if (!s.ok)
+      warn(global, "list: " + s.server + " did not answer (" + std::string(s.result_name()) + ": " + s.error + ")");
   }
   if (r.truncated) warn(global, "list: more locks than can be listed at once; some are missing");
   Json j;
