@@ -579,6 +579,11 @@ void Redlock::release_taken(const LockSpec& spec, const std::vector<bool>& holds
 }
 
 AcquireResult Redlock::acquire(const LockSpec& spec, const WaitOptions& wait) {
+  return acquire_with(spec.keys.channel, spec.ttl, wait, [&] { return attempt(spec); });
+}
+
+AcquireResult Redlock::acquire_with(const std::string& channel, Duration ttl, const WaitOptions& wait,
+                                    const std::function<AcquireResult()>& attempt, bool many_holders) {
   const TimePoint begin = network_.now();
   const std::size_t n = network_.size();
   // Wake-ups are reliable when our subscriptions overlap every quorum that could release.
@@ -612,7 +617,7 @@ AcquireResult Redlock::acquire(const LockSpec& spec, const WaitOptions& wait) {
   for (int attempts = 1;; ++attempts) {
     wake->released_waiters.reset();
     wake->retracted = false;
-    AcquireResult res = attempt(spec);
+    AcquireResult res = attempt();
     res.attempts = attempts;
     TimePoint now = network_.now();
     res.elapsed = now - begin;
@@ -645,7 +650,7 @@ AcquireResult Redlock::acquire(const LockSpec& spec, const WaitOptions& wait) {
       // Subscribe, then try once more at once: a release between our first attempt and the
       // subscription would otherwise go unheard.
       subscribing = true;
-      network_.subscribe(spec.keys.channel, [wake, this, ttl = spec.ttl](std::size_t, std::string_view message) {
+      network_.subscribe(channel, [wake, this, ttl, many_holders](std::size_t, std::string_view message) {
         if (!wake->active) return;
         TimePoint t = network_.now();
         bool subscribed = network_.subscribed() >= network_.size() - quorum_size(network_.size()) + 1;
@@ -659,7 +664,7 @@ AcquireResult Redlock::acquire(const LockSpec& spec, const WaitOptions& wait) {
         } else if (message.rfind("retracted", 0) == 0) {
           wake->retracted = true;
           next = wake->plan->on_retracted(t, next);
-        } else if (message == "acquired") {
+        } else if (message == "acquired" && !many_holders) {
           wake->released_waiters.reset();
           next = wake->plan->on_acquired(t, ttl, subscribed);
         } else if (message == "subscribed" && wake->settled) {

@@ -192,9 +192,17 @@ class Redlock {
  public:
   explicit Redlock(Network& network, Duration timeout = std::chrono::milliseconds(100));
 
+  Network& network() const { return network_; }
+
   // Takes the lock (waiting as WAIT says); a failed attempt releases whatever it took. Throws a
   // configuration error when two configured servers turn out to be one.
   AcquireResult acquire(const LockSpec& spec, const WaitOptions& wait);
+  // The wait of acquire around attempts of another kind (a semaphore's, over its slots): ATTEMPT
+  // is made until it acquires or the wait is over, woken by the messages on CHANNEL. TTL is the
+  // guess of a holder's TTL. With MANY_HOLDERS, an "acquired" message does not send the waiters
+  // back to sleep: another of the places may still be free.
+  AcquireResult acquire_with(const std::string& channel, Duration ttl, const WaitOptions& wait,
+                             const std::function<AcquireResult()>& attempt, bool many_holders = false);
   // Extends where the lock holds TOKEN and, with a quorum, puts it back where it is missing (see
   // ExtendRound::heal), waiting up to --timeout for those answers.
   ExtendResult extend(const LockKeys& keys, const std::string& token, Duration ttl, double drift, const Heal& heal = {},
