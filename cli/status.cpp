@@ -12,6 +12,7 @@ namespace {
 
 struct StatusOptions {
   std::string name;
+  std::size_t limit = 0;
 };
 
 std::string ttl_text(std::int64_t ttl_ms) {
@@ -75,6 +76,7 @@ int run_status(const StatusOptions& o, const GlobalOptions& global) {
   LockKeys keys = lock_keys(global, o.name);
   auto transport = connect_servers(global);
   Redlock redlock(*transport, request_timeout(global));
+  if (o.limit > 0) return run_semaphore_status(redlock, o.name, keys, o.limit, global);
   StatusResult r = redlock.status(keys);
   verbose_servers(global, r.servers);
   const std::string unanswered = "no quorum: only " + servers_text(r.tally.yes, r.tally.total) + " answered";
@@ -115,6 +117,7 @@ void setup_status(CLI::App& app, const GlobalOptions& global, Action& action) {
   auto o = std::make_shared<StatusOptions>();
   auto* sub = app.add_subcommand("status", "show who holds the lock on each server");
   sub->add_option("NAME", o->name, "the lock's name")->required();
+  add_limit_option(*sub, o->limit);
   sub->callback([o, &global, &action] { action = [o, &global] { return run_status(*o, global); }; });
 }
 
