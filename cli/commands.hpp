@@ -87,6 +87,8 @@ struct SlotLookup {
   std::string message;
 };
 SlotLookup slot_keys(Redlock& redlock, const LockKeys& keys, std::size_t limit, const std::string& token);
+// The limit stored for NAME's semaphore, if one is (on most servers that answered).
+std::optional<std::size_t> stored_limit(Redlock& redlock, const LockKeys& keys);
 // `status NAME --limit K`: every slot's holder.
 int run_semaphore_status(Redlock& redlock, const std::string& name, const LockKeys& keys, std::size_t limit,
                          const GlobalOptions& global);

@@ -42,6 +42,10 @@ SlotLookup slot_keys(Redlock& redlock, const LockKeys& keys, std::size_t limit, 
   return {std::nullopt, false, "not held with this token (in none of the " + std::to_string(limit) + " slots)"};
 }
 
+std::optional<std::size_t> stored_limit(Redlock& redlock, const LockKeys& keys) {
+  return Semaphore::stored_limit(Semaphore(redlock, keys.lock, 0).probe());
+}
+
 ReleaseResult force_release_semaphore(Redlock& redlock, const LockKeys& keys, std::size_t limit) {
   return Semaphore(redlock, keys.lock, limit).force_release();
 }

@@ -78,6 +78,10 @@ int run_status(const StatusOptions& o, const GlobalOptions& global) {
   Redlock redlock(*transport, request_timeout(global));
   if (o.limit > 0) return run_semaphore_status(redlock, o.name, keys, o.limit, global);
   StatusResult r = redlock.status(keys);
+  // A semaphore leaves NAME's own key free: its stored limit tells it is one (read only then).
+  if (r.state == LockState::Free) {
+    if (auto limit = stored_limit(redlock, keys)) return run_semaphore_status(redlock, o.name, keys, *limit, global);
+  }
   verbose_servers(global, r.servers);
   const std::string unanswered = "no quorum: only " + servers_text(r.tally.yes, r.tally.total) + " answered";
 

@@ -143,7 +143,8 @@ void Semaphore::check_limit(const Probe& probe, bool store) {
   for (std::size_t i = 0; i < probe.servers.size(); ++i) {
     if (!probe.servers[i].ok) continue;
     const auto& stored = probe.limits[answer++];
-    if (auto conflict = limit_conflict(keys_.key, stored, limit()); !conflict.empty()) config_error(conflict);
+    const auto conflict = limit() > 0 ? limit_conflict(keys_.key, stored, limit()) : std::string();
+    if (!conflict.empty()) config_error(conflict);
     unseen[i] = !stored;
     missing = missing || !stored;
   }

@@ -54,7 +54,7 @@ struct SemaphoreStatus {
 
 class Semaphore {
  public:
-  // KEY's semaphore of LIMIT slots (0: only the stored limit is read).
+  // KEY's semaphore of LIMIT slots (0: none, for reading the stored limit with probe()).
   Semaphore(Redlock& redlock, const std::string& key, std::size_t limit);
 
   const SemaphoreKeys& keys() const { return keys_; }

@@ -107,6 +107,10 @@ class Semaphore(ClusterTest):
         self.assertGreater(holders[a["slot"]]["ttl_ms"], 10000)
         self.assertLessEqual(holders[b["slot"]]["ttl_ms"], 5000)
         self.assertEqual(holders[b["slot"]]["fence"], 1)
+        # Without --limit, status finds the stored one.
+        plain = self.rl("--json", "status", "jobs")
+        self.assertEqual((plain.code, plain.json()["mode"], plain.json()["limit"], plain.json()["held"]),
+                         (0, "semaphore", 2, 2), plain)
         self.assertEqual(self.rl("release", "--limit", "2", "--token", a["token"], "jobs").code, 0)
         again = self.rl("release", "--limit", "2", "--token", a["token"], "jobs")
         self.assertEqual(again.code, 1, again)
