@@ -291,7 +291,8 @@ AcquireResult Semaphore::all_busy(const LockSpec& spec, const Probe& probe) cons
                 (res.holder_free_in
                      ? ", the first may be free in " + format_duration(std::chrono::ceil<Tenths>(*res.holder_free_in))
                      : "") +
-                " (busy on " + servers_text(res.tally.no, res.tally.total) + ")";
+                " (busy on " + servers_text(res.tally.no, res.tally.total) +
+                (res.tally.pending() > 0 ? "; " + not_waited_text(res.tally) : "") + ")";
   return res;
 }
 

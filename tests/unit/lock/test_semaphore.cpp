@@ -52,6 +52,7 @@ TEST_CASE("a semaphore of 3 takes three different slots, each an ordinary lock, 
   auto busy = sem.acquire(spec("d"), WaitOptions{});
   CHECK(busy.outcome == AcquireOutcome::Busy);
   CHECK(busy.message.find("all 3 slots held") == 0);
+  CHECK(busy.message.find("(busy on 3 of 5 servers; 2 not waited for)") != std::string::npos);
   REQUIRE(busy.holder_free_in);
   CHECK(*busy.holder_free_in <= 10s);
 }
