@@ -466,6 +466,7 @@ class Runner {
     report_["token"] = plan_.acquire.spec.token;
     auto fence = reentry_fence(plan_.acquire);
     report_["fence"] = s.state == LockState::Held && fence ? Json(*fence) : Json(nullptr);
+    json_slot(report_, plan_.acquire);
     if (s.no_quorum) {
       no_quorum(&report_, o_.acquire.name, reentry_refusal(s));
       return finish("no_quorum", exit_code::kNoQuorum);

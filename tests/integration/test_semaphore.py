@@ -137,11 +137,12 @@ class Semaphore(ClusterTest):
     def test_a_nested_run_with_the_same_limit_re_enters_its_slot(self):
         # With one slot, anything but a re-entry would be busy (75).
         r = self.rl("run", "--limit", "1", "-n", "one", "-c",
-                    '"$RL" --json acquire --limit 1 -n one && "$RL" run --limit 1 -n one -- echo inner',
+                    '"$RL" --json acquire --limit 1 -n one && "$RL" --json run --limit 1 -n one -- echo inner',
                     env={"RL": redlock_binary()}, timeout=20)
         self.assertEqual(r.code, 0, r)
-        nested, inner = r.stdout.splitlines()
+        nested, inner, report = [line for line in r.stdout.splitlines() if line]  # a blank line before the report
         self.assertEqual((json.loads(nested)["nested"], json.loads(nested)["slot"], inner), (True, 0, "inner"))
+        self.assertEqual((json.loads(report)["nested"], json.loads(report)["slot"]), (True, 0))
 
     def test_slot_and_limit_keys_are_no_lock_names(self):
         for name in ("jobs:redlock:slot:0", "{jobs}:redlock:slot:12", "jobs:redlock:limit"):
