@@ -20,6 +20,7 @@ struct ExtendOptions {
   std::string token;
   std::string token_file;
   std::string ttl;  // empty: none asked for, so the lock keeps its own (see kFallbackTtl)
+  std::size_t limit = 0;
 };
 
 int run_extend(const ExtendOptions& o, const GlobalOptions& global) {
@@ -30,7 +31,14 @@ int run_extend(const ExtendOptions& o, const GlobalOptions& global) {
   Duration ttl = ttl_option(keep_longer ? kFallbackTtl : o.ttl, "--ttl");
   auto transport = connect_servers(global);
   Redlock redlock(*transport, request_timeout(global));
-  ExtendResult r = redlock.extend(keys, token, ttl, 0.01, {}, keep_longer);
+  const SlotLookup slot = slot_keys(redlock, keys, o.limit, token);
+  ExtendResult r;
+  if (slot.keys) {
+    r = redlock.extend(*slot.keys, token, ttl, 0.01, {}, keep_longer);
+  } else {
+    r.no_quorum = slot.no_quorum;
+    r.message = slot.message;
+  }
   verbose_servers(global, r.servers);
   if (r.extended) {
     verbose(global, 1,
@@ -75,6 +83,7 @@ void setup_extend(CLI::App& app, const GlobalOptions& global, Action& action) {
                   "shorter)")
       ->type_name("DUR")
       ->envname("REDLOCK_TTL");
+  add_limit_option(*sub, o->limit);
   sub->callback([o, &global, &action] { action = [o, &global] { return run_extend(*o, global); }; });
 }
 

@@ -232,8 +232,8 @@ int checked_stdout(const std::string& command, int status) {
 
 using Setup = void (*)(CLI::App&, const GlobalOptions&, Action&);
 const std::pair<const char*, Setup> kCommands[] = {
-    {"acquire", setup_acquire}, {"extend", setup_extend}, {"release", setup_release}, {"status", setup_status},
-    {"run", setup_run},         {"elect", setup_elect},   {"doctor", setup_doctor},   {"list", setup_list},
+    {"acquire", setup_acquire}, {"extend", setup_extend},        {"release", setup_release}, {"status", setup_status},
+    {"run", setup_run},         {"elect", setup_elect},          {"doctor", setup_doctor},   {"list", setup_list},
     {"watch", setup_watch},     {"completion", setup_completion}};
 
 // Adds the commands to APP. Building a command's options costs more than running most commands:

@@ -14,7 +14,19 @@ struct ReleaseOptions {
   std::string token;
   std::string token_file;
   bool force = false;
+  std::size_t limit = 0;
 };
+
+ReleaseResult release_lock(Redlock& redlock, const ReleaseOptions& o, const LockKeys& keys, const std::string& token,
+                           bool force) {
+  if (force && o.limit > 0) return force_release_semaphore(redlock, keys, o.limit);
+  const SlotLookup slot = force ? SlotLookup{keys, false, {}} : slot_keys(redlock, keys, o.limit, token);
+  if (slot.keys) return redlock.release(*slot.keys, token, force);
+  ReleaseResult r;
+  r.no_quorum = slot.no_quorum;
+  r.message = slot.message;
+  return r;
+}
 
 int run_release(const ReleaseOptions& o, const GlobalOptions& global) {
   LockKeys keys = lock_keys(global, o.name);
@@ -28,7 +40,7 @@ int run_release(const ReleaseOptions& o, const GlobalOptions& global) {
     usage_error("release needs exactly one of --token TOKEN (or --token-file FILE) and --force");
   auto transport = connect_servers(global);
   Redlock redlock(*transport, request_timeout(global));
-  ReleaseResult r = redlock.release(keys, token, force);
+  ReleaseResult r = release_lock(redlock, o, keys, token, force);
   verbose_servers(global, r.servers);
   if (r.released) {
     verbose(global, 1, "released " + printable(o.name) + ": deleted on " + servers_text(r.deleted, r.tally.total));
@@ -70,6 +82,7 @@ void setup_release(CLI::App& app, const GlobalOptions& global, Action& action) {
       ->envname("REDLOCK_TOKEN_FILE");
   sub->add_flag("--force", o->force, "delete the lock whoever holds it (never a key that cannot be a lock)")
       ->envname("REDLOCK_FORCE");
+  add_limit_option(*sub, o->limit);
   sub->callback([o, &global, &action] { action = [o, &global] { return run_release(*o, global); }; });
 }
 

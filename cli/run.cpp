@@ -224,7 +224,7 @@ class Runner {
   AcquireResult take_lock(int& stopped_by) {
     AcquirePlan& ap = plan_.acquire;
     ap.wait.interrupted = [this] { return signals_->pending(kStopWaiting); };
-    AcquireResult acq = redlock_->acquire(ap.spec, ap.wait);
+    AcquireResult acq = cli::take_lock(*redlock_, ap);
     verbose_servers(global_, acq.servers);
     report_["acquired"] = acq.outcome == AcquireOutcome::Acquired;
     report_["token"] = nullptr;
@@ -237,6 +237,7 @@ class Runner {
     report_["renewals"] = 0;
     report_["child_exit"] = nullptr;
     report_["signal"] = nullptr;
+    json_slot(report_, ap);
     // The signals that came while waiting were for redlock: TERM, INT and HUP end the wait, and
     // QUIT, USR1 and USR2 are dropped rather than delivered to the command the moment it starts.
     for (const auto& caught : signals_->take()) {
@@ -282,11 +283,18 @@ class Runner {
     spec.argv = plan_.argv;
     spec.set_env = {
         {"REDLOCK_NAME", o_.acquire.name},
-        {"REDLOCK_KEY", ap.spec.keys.lock},
+        {"REDLOCK_KEY", global_.prefix + o_.acquire.name},
         {"REDLOCK_TOKEN", acq.token},
         {"REDLOCK_FENCE", std::to_string(acq.fence)},
         {"REDLOCK_TTL_MS", std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(ap.spec.ttl).count())}};
     if (elect_) spec.set_env.emplace_back("REDLOCK_TERM", std::to_string(acq.fence));
+    // A semaphore's holder: REDLOCK_KEY stays NAME's key (a nested call with --limit finds the slot
+    // from the token), and the fence is the slot's own.
+    if (ap.slot) {
+      spec.set_env.emplace_back("REDLOCK_SLOT", std::to_string(*ap.slot));
+    } else {
+      spec.unset_env.emplace_back("REDLOCK_SLOT");
+    }
     // The locks of the runs around this one, so that a lock of theirs taken again further down is
     // re-entered rather than waited for.
     if (auto outer = enclosing_locks(); !outer.empty()) {
@@ -500,6 +508,7 @@ class Runner {
     report_["token"] = plan_.acquire.spec.token;
     auto fence = reentry_fence(plan_.acquire);
     report_["fence"] = s.state == LockState::Held && fence ? Json(*fence) : Json(nullptr);
+    json_slot(report_, plan_.acquire);
     if (s.no_quorum) {
       no_quorum(&report_, o_.acquire.name, reentry_refusal(s));
       return finish("no_quorum", exit_code::kNoQuorum);

@@ -11,6 +11,7 @@ namespace {
 
 struct StatusOptions {
   std::string name;
+  std::size_t limit = 0;
 };
 
 // One row of the server table, without the padding that an empty last column would leave at its end.
@@ -59,7 +60,12 @@ int run_status(const StatusOptions& o, const GlobalOptions& global) {
   LockKeys keys = lock_keys(global, o.name);
   auto transport = connect_servers(global);
   Redlock redlock(*transport, request_timeout(global));
+  if (o.limit > 0) return run_semaphore_status(redlock, o.name, keys, o.limit, global);
   StatusResult r = redlock.status(keys);
+  // A semaphore leaves NAME's own key free: its stored limit tells it is one (read only then).
+  if (r.state == LockState::Free) {
+    if (auto limit = stored_limit(redlock, keys)) return run_semaphore_status(redlock, o.name, keys, *limit, global);
+  }
   verbose_servers(global, r.servers);
   const std::string unanswered = "no quorum: only " + servers_text(r.tally.yes, r.tally.total) + " answered";
 
@@ -99,6 +105,7 @@ void setup_status(CLI::App& app, const GlobalOptions& global, Action& action) {
   auto o = std::make_shared<StatusOptions>();
   auto* sub = app.add_subcommand("status", "show who holds the lock on each server");
   sub->add_option("NAME", o->name, "the lock's name")->required();
+  add_limit_option(*sub, o->limit);
   sub->callback([o, &global, &action] { action = [o, &global] { return run_status(*o, global); }; });
 }
 

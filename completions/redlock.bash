@@ -16,7 +16,7 @@ _redlock_value_kind() {
         -S | --servers)
             echo server ;;
         --user | --tls-server-name | --prefix | --token | --owner | --drift | -E | --conflict-exit-code | \
-            -c | --command | --lost-exit-code | --max-terms)
+            -c | --command | --lost-exit-code | --max-terms | --limit)
             echo other ;;
         --until)
             echo until ;;
@@ -82,7 +82,7 @@ _redlock_main() {
         --tls-server-name --tls-insecure --json -v --verbose -q --quiet --prefix -h --help -V --version"
     local commands="acquire extend release status run elect doctor list watch completion"
     local acquire_opts="--ttl -n --nonblock -w --wait -E --conflict-exit-code --token --token-file
-        --retry-delay --drift --owner"
+        --retry-delay --drift --owner --limit"
     local run_opts="$acquire_opts -c --command --renew --signal -k --kill-after --lost-exit-code --report
         --min-hold --max-hold"
     local elect_opts="$run_opts --once --max-terms --observe"
@@ -151,8 +151,9 @@ _redlock_main() {
     local opts=$global_opts
     case $cmd in
         acquire) opts+=" $acquire_opts" ;;
-        extend) opts+=" --token --ttl" ;;
-        release) opts+=" --token --force" ;;
+        extend) opts+=" --token --ttl --limit" ;;
+        release) opts+=" --token --force --limit" ;;
+        status) opts+=" --limit" ;;
         run) opts+=" $run_opts" ;;
         elect) opts+=" $elect_opts" ;;
         doctor) opts+=" --ttl" ;;

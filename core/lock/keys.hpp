@@ -3,8 +3,10 @@
 // so they would live in the same cluster slot, and never change the lock key itself.
 #pragma once
 
+#include <cstddef>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace redlock {
 
@@ -17,8 +19,22 @@ struct LockKeys {
 
 LockKeys derive_keys(const std::string& key);
 
-// Whether KEY ends as a helper key does (":redlock:fence", ":redlock:owner", ":redlock:wake"): a
-// lock of that name could be another lock's helper key, and be overwritten by its owner record.
+// The keys of a semaphore over KEY (`--limit`): its limit, stored beside it, and its slots, each
+// an ordinary lock of its own (its own fence and owner record) whose wake-up channel is KEY's, so
+// that any slot's release wakes every waiter. They share KEY's hash tag, and a lock name cannot be
+// one of them (is_helper_key).
+struct SemaphoreKeys {
+  std::string key;              // KEY itself: never written
+  std::string channel;          // KEY's wake-up channel
+  std::string limit;            // {KEY}:redlock:limit: the limit, a string that never expires
+  std::vector<LockKeys> slots;  // {KEY}:redlock:slot:0 … :slot:LIMIT-1
+};
+
+SemaphoreKeys derive_semaphore_keys(const std::string& key, std::size_t limit);
+
+// Whether KEY ends as a helper key does (":redlock:fence", ":redlock:owner", ":redlock:wake",
+// ":redlock:limit", ":redlock:slot:" and digits): a lock of that name could be another lock's helper
+// key or a semaphore's slot, and be overwritten by its owner record or share its holders.
 bool is_helper_key(const std::string& key);
 
 // The lock a helper key belongs to: KEY is "{LOCK}:redlock:WORD" (or "LOCK:redlock:WORD" for a

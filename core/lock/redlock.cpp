@@ -465,6 +465,8 @@ std::string_view ServerReport::result_name() const {
       return "free";
     case Answer::Listed:
       return "listed";
+    case Answer::Probed:
+      return "ok";
     case Answer::Failed:
       break;
   }
@@ -655,12 +657,18 @@ void Redlock::release_taken(const LockSpec& spec, const std::vector<bool>& holds
 }
 
 AcquireResult Redlock::acquire(const LockSpec& spec, const WaitOptions& wait) {
+  return acquire_with(spec.keys.channel, spec.ttl, wait, [&] { return attempt(spec); });
+}
+
+AcquireResult Redlock::acquire_with(const std::string& channel, Duration ttl, const WaitOptions& wait,
+                                    const std::function<AcquireResult()>& attempt, bool many_holders) {
   const TimePoint begin = network_.now();
-  Wakeups wakeups(network_, spec.keys.channel, spec.ttl, wait.retry_delay, seed_++, begin, wait.deadline);
+  Wakeups wakeups(network_, channel, ttl, wait.retry_delay, seed_++, begin, wait.deadline);
+  wakeups.set_many_holders(many_holders);
   auto interrupted = [&] { return wait.interrupted && wait.interrupted(); };
   for (int attempts = 1;; ++attempts) {
     wakeups.forget_heard();
-    AcquireResult res = attempt(spec);
+    AcquireResult res = attempt();
     res.attempts = attempts;
     TimePoint now = network_.now();
     res.elapsed = now - begin;

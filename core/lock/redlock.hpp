@@ -31,6 +31,7 @@ enum class Answer {
   Held,
   Free,
   Listed,  // list: the server's locks were all read
+  Probed,  // a semaphore's probe: every slot read
   Failed
 };
 
@@ -52,7 +53,7 @@ struct ServerReport {
   bool waited_for() const { return result != Answer::NotWaitedFor; }
   bool failed(Failure f) const { return result == Answer::Failed && failure == f; }
   // The result as reports name it: locked, reacquired, busy, foreign, extended, healed, released,
-  // not_held, held, free, listed, not_waited_for, or the failure's name ("error" for an error reply).
+  // not_held, held, free, listed, ok (Probed), not_waited_for, or the failure's name ("error" for an error reply).
   std::string_view result_name() const;
 };
 
@@ -235,9 +236,17 @@ class Redlock {
  public:
   explicit Redlock(Network& network, Duration timeout = std::chrono::milliseconds(100));
 
+  Network& network() const { return network_; }
+
   // Takes the lock (waiting as WAIT says); a failed attempt releases whatever it took. Throws a
   // configuration error when two configured servers turn out to be one.
   AcquireResult acquire(const LockSpec& spec, const WaitOptions& wait);
+  // The wait of acquire around attempts of another kind (a semaphore's, over its slots): ATTEMPT
+  // is made until it acquires or the wait is over, woken by the messages on CHANNEL. TTL is the
+  // guess of a holder's TTL. With MANY_HOLDERS, an "acquired" message does not send the waiters
+  // back to sleep: another of the places may still be free.
+  AcquireResult acquire_with(const std::string& channel, Duration ttl, const WaitOptions& wait,
+                             const std::function<AcquireResult()>& attempt, bool many_holders = false);
   // Extends where the lock holds TOKEN and, with a quorum, puts it back where it is missing (see
   // ExtendRound::heal), waiting up to --timeout for those answers.
   ExtendResult extend(const LockKeys& keys, const std::string& token, Duration ttl, double drift, const Heal& heal = {},

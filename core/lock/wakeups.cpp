@@ -34,6 +34,7 @@ struct Wakeups::State {
   // must not forget it.
   std::optional<std::size_t> released_waiters;
   bool retracted = false;
+  bool many_holders = false;
   WaitPlan plan;
 
   State(Duration retry_delay, std::uint64_t seed) : plan(retry_delay, seed) {}
@@ -50,6 +51,7 @@ struct Wakeups::State {
         planned = plan.on_retracted(t, planned);
         break;
       case WakeEvent::Kind::Acquired:
+        if (many_holders) break;
         released_waiters.reset();
         planned = plan.on_acquired(t, ttl, reliable);
         break;
@@ -83,6 +85,10 @@ bool Wakeups::reliable() const {
   // Wake-ups are reliable when our subscriptions overlap every quorum that could release.
   const std::size_t n = network_.size();
   return network_.subscribed() >= n - quorum_size(n) + 1;
+}
+
+void Wakeups::set_many_holders(bool many) {
+  state_->many_holders = many;
 }
 
 void Wakeups::forget_heard() {

@@ -38,6 +38,9 @@ class Wakeups {
   Wakeups(const Wakeups&) = delete;
   Wakeups& operator=(const Wakeups&) = delete;
 
+  // A lock with several holders (a semaphore's slots): another's "acquired" does not send this
+  // waiter back to sleep, since another place may still be free.
+  void set_many_holders(bool many);
   // Before each attempt: what was heard during the last one is forgotten.
   void forget_heard();
   // The round trips of an attempt's answers (the median sets the spread of a hand-off).

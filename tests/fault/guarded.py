@@ -217,7 +217,8 @@ def main():
             _signal.signal(sig, _signal.SIG_IGN)
     critical_section(history, who, int(env["REDLOCK_FENCE"]), env["REDLOCK_TOKEN"], env["FAULT_RESOURCE"],
                      int(env.get("FAULT_HOLD_MS", "20")) / 1000.0, marker=marker,
-                     extra={"ttl_ms": int(env.get("REDLOCK_TTL_MS", "0"))})
+                     extra=dict({"ttl_ms": int(env.get("REDLOCK_TTL_MS", "0"))},
+                                **({"slot": int(env["REDLOCK_SLOT"])} if env.get("REDLOCK_SLOT") else {})))
 
 
 if __name__ == "__main__":

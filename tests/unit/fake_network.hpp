@@ -319,11 +319,34 @@ class FakeNetwork final : public Network {
       r.reply = arr(std::move(locks));
     } else if (name == "SCAN") {  // one round trip that finds nothing
       r.reply = arr({Reply::string("0"), arr({})});
+    } else if (name == "probe") {
+      r.reply = probe(i, a);
+    } else if (name == "SET") {  // SET key value NX, as a semaphore stores its limit
+      bool set = !find(i, a[1]);
+      if (set) s.data[a[1]] = Entry{a[2], "string", kNever};
+      r.reply = set ? Reply::status("OK") : Reply::nil();
+    } else if (name == "DEL") {
+      r.reply = Reply::number(static_cast<std::int64_t>(s.data.erase(a[1])));
     } else {
       r.failure = Failure::Reply;
       r.error = "ERR unknown command";
     }
     return r;
+  }
+
+  // A semaphore's probe: the limit, then each slot's type, value, PTTL and owner record.
+  Reply probe(std::size_t i, const std::vector<std::string>& a) {
+    auto text = [&](Entry* e) { return e && e->type == "string" ? Reply::string(e->value) : Reply::nil(); };
+    std::vector<Reply> out{text(find(i, a[1]))};
+    const auto keys = static_cast<std::size_t>(std::stoll(a[0]));
+    for (std::size_t k = 2; k + 1 <= keys; k += 2) {
+      Entry* e = find(i, a[k]);
+      out.push_back(Reply::status(e ? e->type : "none"));
+      out.push_back(text(e));
+      out.push_back(Reply::number(pttl(i, a[k])));
+      out.push_back(text(find(i, a[k + 1])));
+    }
+    return arr(std::move(out));
   }
 
   Duration timeout_;
