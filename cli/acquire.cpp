@@ -57,6 +57,11 @@ void add_acquire_options(CLI::App& sub, AcquireOptions& o) {
   sub.add_option("--owner", o.owner, "who holds it, shown by status (default user@host:pid)")
       ->type_name("STR")
       ->envname("REDLOCK_OWNER");
+  sub.add_option("--fence-ttl", o.fence_ttl,
+                 "the fencing counter expires after DUR without an acquisition (at least 1h; fences still increase)")
+      ->type_name("DUR")
+      ->envname("REDLOCK_FENCE_TTL")
+      ->capture_default_str();
 }
 
 namespace {
@@ -116,6 +121,10 @@ AcquirePlan plan_acquire(const AcquireOptions& o, const GlobalOptions& global) {
     usage_error("--ttl " + o.ttl + " leaves no validity after the drift allowance (TTL·drift + 2ms)");
   }
   plan.spec.owner = o.owner.empty() ? default_owner() : o.owner;
+  plan.spec.fence_ttl = ttl_option(o.fence_ttl, "--fence-ttl");
+  if (plan.spec.fence_ttl < kMinFenceTtl) {
+    usage_error("--fence-ttl: must be at least 1h (the margin for servers whose clocks disagree)");
+  }
   refuse_empty_token(global, o.token);
   plan_token(plan, o.token, global);
 

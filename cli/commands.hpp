@@ -26,6 +26,7 @@ struct AcquireOptions {
   std::string retry_delay = "200ms";
   double drift = 0.01;
   std::string owner;
+  std::string fence_ttl = "30d";
 };
 
 // What the acquire options come to, checked.

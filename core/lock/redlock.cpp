@@ -228,7 +228,7 @@ bool unsure_whether_run(Failure f) {
 // NOSCRIPT that nobody reads (a server restarted empty, the likeliest to lag behind) would leave
 // that server's counter behind for the next holder. The script is a few hundred bytes.
 Request fence_request(const LockSpec& spec, const std::string& fence) {
-  Request r = Request::eval(kFenceScript, {spec.keys.fence}, {fence});
+  Request r = Request::eval(kFenceScript, {spec.keys.fence}, {fence, ms_string(spec.fence_ttl)});
   r.with_body = true;
   return r;
 }
@@ -446,9 +446,10 @@ void check_duplicates(const std::vector<std::optional<Result>>& results) {
 AcquireResult Redlock::attempt(const LockSpec& spec) {
   const std::string ttl_ms = ms_string(spec.ttl);
   const std::string owner = owner_record(spec.owner, spec.ttl);
+  const std::string fence_ttl_ms = ms_string(spec.fence_ttl);
   Round round(network_, [&](std::size_t) {
     return Request::eval(kAcquireScript, {spec.keys.lock, spec.keys.fence, spec.keys.owner},
-                         {spec.token, ttl_ms, owner, spec.keys.channel});
+                         {spec.token, ttl_ms, owner, spec.keys.channel, fence_ttl_ms});
   });
   const std::size_t n = network_.size();
   auto classify = [](const Result& r) {
@@ -726,9 +727,10 @@ std::optional<Round> ExtendRound::heal(const Heal& heal) const {
   if (!any) return std::nullopt;
   const std::string ttl_ms = ms_string(result().ttl);
   const std::string fence = std::to_string(heal.fence);
+  const std::string fence_ttl_ms = ms_string(heal.fence_ttl);
   Round healing(network_, missing, [&](std::size_t) {
-    Request r =
-        Request::eval(kHealScript, {keys_.lock, keys_.owner, keys_.fence}, {token_, ttl_ms, heal.owner_record, fence});
+    Request r = Request::eval(kHealScript, {keys_.lock, keys_.owner, keys_.fence},
+                              {token_, ttl_ms, heal.owner_record, fence, fence_ttl_ms});
     r.with_body = true;  // restarted empty: its script cache is empty too
     return r;
   });
