@@ -261,7 +261,7 @@ std::vector<Request> probe_requests(const LockKeys& keys, const std::string& tok
   // touch is exercised: the owner key is written, the wake-up channel published on.
   // The fencing counter it makes expires as soon as the lock does, should the clean-up be refused.
   r[kAcquire] = Request::eval(kAcquireScript, {keys.lock, keys.fence, keys.owner},
-                              {token, ttl_ms, "0 redlock doctor", keys.channel, ttl_ms});
+                              {token, ttl_ms + " " + ttl_ms, "0 redlock doctor", keys.channel});
   // As `extend` without a TTL sends it: it reads the owner record and the lock's PTTL too.
   r[kExtend] = Request::eval(kExtendScript, {keys.lock, keys.owner}, {token, ttl_ms, "1"});
   r[kStatus] = Request::eval(kStatusScript, {keys.lock, keys.owner, keys.fence}, {});

@@ -446,10 +446,11 @@ void check_duplicates(const std::vector<std::optional<Result>>& results) {
 AcquireResult Redlock::attempt(const LockSpec& spec) {
   const std::string ttl_ms = ms_string(spec.ttl);
   const std::string owner = owner_record(spec.owner, spec.ttl);
-  const std::string fence_ttl_ms = ms_string(spec.fence_ttl);
+  // Both expiries in one argument: see acquire.lua.
+  const std::string ttls = ttl_ms + " " + ms_string(spec.fence_ttl);
   Round round(network_, [&](std::size_t) {
     return Request::eval(kAcquireScript, {spec.keys.lock, spec.keys.fence, spec.keys.owner},
-                         {spec.token, ttl_ms, owner, spec.keys.channel, fence_ttl_ms});
+                         {spec.token, ttls, owner, spec.keys.channel});
   });
   const std::size_t n = network_.size();
   auto classify = [](const Result& r) {

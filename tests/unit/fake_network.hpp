@@ -248,8 +248,9 @@ class FakeNetwork final : public Network {
     const auto& a = request.argv;  // numkeys, keys…, args…
     auto ms = [](const std::string& text) { return std::chrono::milliseconds(std::stoll(text)); };
     if (name == "acquire") {
-      const std::string &lock = a[1], &fence = a[2], &owner = a[3], &token = a[4], &ttl = a[5], &owner_value = a[6],
-                        &channel = a[7], &fence_ttl = a[8];
+      const std::string &lock = a[1], &fence = a[2], &owner = a[3], &token = a[4], &owner_value = a[6], &channel = a[7];
+      // "TTL FENCE_TTL", as acquire.lua reads it.
+      const std::string ttl = a[5].substr(0, a[5].find(' ')), fence_ttl = a[5].substr(a[5].find(' ') + 1);
       // As acquire.lua's bump: one more, or where there is none, the clock's second in microseconds.
       auto incr = [&] {
         std::int64_t c = counter(i, fence) + 1;

@@ -1,8 +1,10 @@
--- Takes KEYS[1] for token ARGV[1] with expiry ARGV[2] ms when it is free (SET NX PX), or resets the
+-- Takes KEYS[1] for token ARGV[1] with expiry TTL ms when it is free (SET NX PX), or resets the
 -- expiry when it already holds ARGV[1]. Either way it raises the fencing counter KEYS[2] in the
 -- same step (see bump), so a quorum of equal answers is a fence already stored on a quorum.
--- KEYS[3] is the owner record (ARGV[3], '' for none), ARGV[4] the wake-up channel ('' for none),
--- ARGV[5] the fencing counter's expiry in ms, set anew by every bump.
+-- ARGV[2] is "TTL FENCE_TTL": the lock's expiry and the fencing counter's (ms), which every bump
+-- sets anew; one argument, since a server that asks for a password answers a request of more than
+-- ten words from a client that has not given one with a protocol error instead of NOAUTH.
+-- KEYS[3] is the owner record (ARGV[3], '' for none), ARGV[4] the wake-up channel ('' for none).
 -- Returns {state, fencing counter, holder's PTTL, type, announces[, holder's owner record]}: state 1
 -- taken, 2 already ours, 0 busy (then the counter is 0: a busy answer carries no fence; announces is
 -- 1 when the holder keeps an owner record, as redlock holders do: they announce their release; and
@@ -12,6 +14,7 @@
 if redis.replicate_commands then
   redis.replicate_commands()
 end
+local ttl, fence_ttl = string.match(ARGV[2], '^(%d+) (%d+)$')
 
 -- The fencing counter goes up by one; where there is none (a new NAME, or one unused for its whole
 -- expiry), it starts at the server's clock in microseconds, rounded down to the second. That start
@@ -25,16 +28,16 @@ local function bump()
     redis.call('SET', KEYS[2], string.format('%.0f', value))
   elseif value == 1 then
     value = math.max(1, tonumber(clock[1]) * 1000000)
-    redis.call('SET', KEYS[2], string.format('%.0f', value), 'PX', ARGV[5])
+    redis.call('SET', KEYS[2], string.format('%.0f', value), 'PX', fence_ttl)
   else
-    redis.call('PEXPIRE', KEYS[2], ARGV[5])
+    redis.call('PEXPIRE', KEYS[2], fence_ttl)
   end
   return value
 end
 
-if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ttl) then
   if ARGV[3] ~= '' then
-    redis.call('SET', KEYS[3], ARGV[3], 'PX', ARGV[2])
+    redis.call('SET', KEYS[3], ARGV[3], 'PX', ttl)
   end
   if ARGV[4] ~= '' then
     redis.call('PUBLISH', ARGV[4], 'acquired')
@@ -43,9 +46,9 @@ if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
 end
 local kind = redis.call('TYPE', KEYS[1])['ok']
 if kind == 'string' and redis.call('GET', KEYS[1]) == ARGV[1] then
-  redis.call('PEXPIRE', KEYS[1], ARGV[2])
-  if redis.call('PEXPIRE', KEYS[3], ARGV[2]) == 0 and ARGV[3] ~= '' then
-    redis.call('SET', KEYS[3], ARGV[3], 'PX', ARGV[2])
+  redis.call('PEXPIRE', KEYS[1], ttl)
+  if redis.call('PEXPIRE', KEYS[3], ttl) == 0 and ARGV[3] ~= '' then
+    redis.call('SET', KEYS[3], ARGV[3], 'PX', ttl)
   end
   return {2, bump(), 0, kind, 1}
 end
