@@ -59,6 +59,11 @@ void add_acquire_options(CLI::App& sub, AcquireOptions& o) {
       ->type_name("STR")
       ->envname("REDLOCK_OWNER");
   add_limit_option(sub, o.limit);
+  sub.add_option("--fence-ttl", o.fence_ttl,
+                 "the fencing counter expires after DUR without an acquisition (at least 1h; fences still increase)")
+      ->type_name("DUR")
+      ->envname("REDLOCK_FENCE_TTL")
+      ->capture_default_str();
 }
 
 namespace {
@@ -119,6 +124,10 @@ AcquirePlan plan_acquire(const AcquireOptions& o, const GlobalOptions& global) {
   }
   plan.spec.owner = o.owner.empty() ? default_owner() : o.owner;
   plan.limit = o.limit;
+  plan.spec.fence_ttl = ttl_option(o.fence_ttl, "--fence-ttl");
+  if (plan.spec.fence_ttl < kMinFenceTtl) {
+    usage_error("--fence-ttl: must be at least 1h (the margin for servers whose clocks disagree)");
+  }
   refuse_empty_token(global, o.token);
   plan_token(plan, o.token, global);
 

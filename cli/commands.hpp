@@ -27,6 +27,7 @@ struct AcquireOptions {
   double drift = 0.01;
   std::string owner;
   std::size_t limit = 0;  // --limit: 0 for a mutex
+  std::string fence_ttl = "30d";
 };
 
 // What the acquire options come to, checked.

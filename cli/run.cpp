@@ -316,7 +316,7 @@ class Runner {
     }
     Lease lease(*transport_, ap.spec.keys, acq.token, ap.spec.ttl, ap.spec.drift, acq.valid_until, plan_.renew,
                 ap.spec.min_validity);
-    lease.heal_with({acq.owner_record, acq.fence});
+    lease.heal_with({acq.owner_record, acq.fence, ap.spec.fence_ttl});
     std::string lost = supervise(child, lease, acq);
     report_["renewals"] = lease.renewals();
     report_["held_ms"] = json_ms(Clock::now() - acq.taken_at);

@@ -7,7 +7,8 @@
 # Options that take a value, and the kind of value: duration, file, signal, server, or none.
 _redlock_value_kind() {
     case $1 in
-        --timeout | --ttl | -w | --wait | --retry-delay | --renew | -k | --kill-after | --min-hold | --max-hold)
+        --timeout | --ttl | -w | --wait | --retry-delay | --renew | -k | --kill-after | --min-hold | --max-hold | \
+            --fence-ttl)
             echo duration ;;
         --password-file | --tls-ca | --tls-cert | --tls-key | --token-file | --report)
             echo file ;;
@@ -82,7 +83,7 @@ _redlock_main() {
         --tls-server-name --tls-insecure --json -v --verbose -q --quiet --prefix -h --help -V --version"
     local commands="acquire extend release status run elect doctor list watch completion"
     local acquire_opts="--ttl -n --nonblock -w --wait -E --conflict-exit-code --token --token-file
-        --retry-delay --drift --owner --limit"
+        --retry-delay --drift --owner --limit --fence-ttl"
     local run_opts="$acquire_opts -c --command --renew --signal -k --kill-after --lost-exit-code --report
         --min-hold --max-hold"
     local elect_opts="$run_opts --once --max-terms --observe"

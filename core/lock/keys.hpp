@@ -12,7 +12,7 @@ namespace redlock {
 
 struct LockKeys {
   std::string lock;     // KEY: value = token, PX expiry
-  std::string fence;    // the fencing counter: never expires
+  std::string fence;    // the fencing counter: expires after --fence-ttl without an acquisition
   std::string owner;    // who holds it and since when: same expiry as the lock
   std::string channel;  // wake-up messages on release and acquisition
 };

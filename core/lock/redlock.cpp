@@ -231,7 +231,7 @@ bool unsure_whether_run(Failure f) {
 // NOSCRIPT that nobody reads (a server restarted empty, the likeliest to lag behind) would leave
 // that server's counter behind for the next holder. The script is a few hundred bytes.
 Request fence_request(const LockSpec& spec, const std::string& fence) {
-  Request r = Request::eval(kFenceScript, {spec.keys.fence}, {fence});
+  Request r = Request::eval(kFenceScript, {spec.keys.fence}, {fence, ms_string(spec.fence_ttl)});
   r.with_body = true;
   return r;
 }
@@ -525,9 +525,11 @@ struct Redlock::Votes {
 
 AcquireResult Redlock::attempt(const LockSpec& spec) {
   const std::string owner = owner_record(spec.owner, spec.ttl);
+  // Both expiries in one argument: see acquire.lua.
+  const std::string ttls = ms_string(spec.ttl) + " " + ms_string(spec.fence_ttl);
   Round round(network_, [&](std::size_t) {
     return Request::eval(kAcquireScript, {spec.keys.lock, spec.keys.fence, spec.keys.owner},
-                         {spec.token, ms_string(spec.ttl), owner, spec.keys.channel});
+                         {spec.token, ttls, owner, spec.keys.channel});
   });
   Tally tally;
   network_.run_until(
@@ -726,9 +728,10 @@ std::optional<Round> ExtendRound::heal(const Heal& heal) const {
   if (!any) return std::nullopt;
   const std::string ttl_ms = ms_string(result().ttl);
   const std::string fence = std::to_string(heal.fence);
+  const std::string fence_ttl_ms = ms_string(heal.fence_ttl);
   Round healing(network_, missing, [&](std::size_t) {
-    Request r =
-        Request::eval(kHealScript, {keys_.lock, keys_.owner, keys_.fence}, {token_, ttl_ms, heal.owner_record, fence});
+    Request r = Request::eval(kHealScript, {keys_.lock, keys_.owner, keys_.fence},
+                              {token_, ttl_ms, heal.owner_record, fence, fence_ttl_ms});
     r.with_body = true;  // restarted empty: its script cache is empty too
     return r;
   });

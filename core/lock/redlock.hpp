@@ -74,12 +74,19 @@ struct Holder {
   std::optional<Duration> ttl;       // until it could be free on a quorum; none when it cannot be known
 };
 
+// How long a fencing counter lives unused (each acquisition sets its expiry anew), and the least
+// that is safe: a counter that expired starts again from its server's clock, which is above every
+// earlier fence as long as no two servers' clocks disagree by this much (see acquire.lua).
+inline constexpr Duration kDefaultFenceTtl = std::chrono::hours(24 * 30);
+inline constexpr Duration kMinFenceTtl = std::chrono::hours(1);
+
 struct LockSpec {
   LockKeys keys;
   std::string token;
   Duration ttl = std::chrono::seconds(30);  // whole milliseconds
   double drift = 0.01;
-  std::string owner;  // empty: no owner record
+  std::string owner;                      // empty: no owner record
+  Duration fence_ttl = kDefaultFenceTtl;  // whole milliseconds
   // An acquisition left with no more validity than this is given back at once (as one whose
   // validity ran out): `run` needs the time to stop its command before the lock can expire.
   Duration min_validity{};
@@ -197,6 +204,7 @@ LockVerdict judge_lock(const std::vector<std::optional<LockReading>>& readings);
 struct Heal {
   std::string owner_record;
   std::int64_t fence = 0;
+  Duration fence_ttl = kDefaultFenceTtl;  // the expiry of a fencing counter it writes
 };
 
 // An extend round that can run in the background (renewals in `run`) or be waited for.

@@ -96,7 +96,8 @@ class Semaphore(ClusterTest):
         a = self.rl("--json", "acquire", "--limit", "2", "--ttl", "5s", "--owner", "alice", "jobs").json()
         b = self.rl("--json", "acquire", "--limit", "2", "--ttl", "5s", "--owner", "bob", "jobs").json()
         self.assertEqual({a["slot"], b["slot"]}, {0, 1})
-        self.assertEqual((a["limit"], a["fence"], b["fence"]), (2, 1, 1))
+        self.assertEqual(a["limit"], 2)
+        self.assertGreater(min(a["fence"], b["fence"]), 0)
         self.assertEqual(self.rl("extend", "--limit", "2", "--token", a["token"], "--ttl", "20s", "jobs").code, 0)
         status = self.rl("--json", "status", "--limit", "2", "jobs")
         self.assertEqual(status.code, 0, status)
@@ -106,7 +107,7 @@ class Semaphore(ClusterTest):
         self.assertEqual(holders[a["slot"]]["owner"], "alice")
         self.assertGreater(holders[a["slot"]]["ttl_ms"], 10000)
         self.assertLessEqual(holders[b["slot"]]["ttl_ms"], 5000)
-        self.assertEqual(holders[b["slot"]]["fence"], 1)
+        self.assertEqual(holders[b["slot"]]["fence"], b["fence"])
         # Without --limit, status finds the stored one.
         plain = self.rl("--json", "status", "jobs")
         self.assertEqual((plain.code, plain.json()["mode"], plain.json()["limit"], plain.json()["held"]),
@@ -129,7 +130,8 @@ class Semaphore(ClusterTest):
         first, status = r.stdout.splitlines()
         slot, fence, key = first.split()
         self.assertIn(slot, ("0", "1"))
-        self.assertEqual((fence, key), ("1", "jobs"))
+        self.assertGreater(int(fence), 0)
+        self.assertEqual(key, "jobs")
         holder = json.loads(status)["holders"][0]
         self.assertEqual(holder["slot"], int(slot))
         self.assertGreater(holder["ttl_ms"], 9000)  # the nested extend found the slot from the inherited token

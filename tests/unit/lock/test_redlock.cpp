@@ -347,6 +347,84 @@ TEST_CASE("fence: a server that missed fences and one restarted empty cannot mak
   CHECK(r.fence > last);
 }
 
+namespace {
+
+constexpr std::int64_t kThirtyDaysMs = 30LL * 24 * 3600 * 1000;  // the default --fence-ttl
+
+// Server clocks near 2026, OFFSETS_S seconds apart from one another.
+void set_clocks(FakeNetwork& net, std::initializer_list<std::int64_t> offsets_s) {
+  std::size_t i = 0;
+  for (std::int64_t off : offsets_s) net.servers[i++].wall = std::chrono::seconds(1790000000 + off);
+}
+
+std::int64_t take_and_give_back(Redlock& lock, FakeNetwork& net, const LockSpec& s) {
+  auto r = lock.acquire(s, no_wait());
+  REQUIRE(r.outcome == AcquireOutcome::Acquired);
+  lock.release(s.keys, s.token, false);
+  net.advance(10ms);
+  return r.fence;
+}
+
+}  // namespace
+
+TEST_CASE("fence: a new counter starts at its server's clock, and servers on the same second agree") {
+  FakeNetwork net(3);
+  set_clocks(net, {0, 0, 0});
+  Redlock lock(net);
+  const std::int64_t first = take_and_give_back(lock, net, spec());
+  CHECK(first >= 1790000000LL * 1000000);
+  CHECK(first < (1LL << 53));                                                   // a Lua number holds it exactly
+  CHECK(net.servers[0].log == std::vector<std::string>{"acquire", "release"});  // one round trip
+  CHECK(take_and_give_back(lock, net, spec("t2")) == first + 1);
+  // Every acquisition sets the counter's expiry anew.
+  for (std::size_t i = 0; i < 3; ++i) CHECK(net.ttl_ms(i, "{job}:redlock:fence") > kThirtyDaysMs - 1000);
+}
+
+TEST_CASE("fence: counters that expired start again above every earlier fence, clocks apart or not") {
+  // s0's clock is 20 minutes ahead of s1's and s2's: the fences it seeded are ahead of their clocks.
+  FakeNetwork net(3);
+  set_clocks(net, {1200, 0, 3});
+  Redlock lock(net);
+  LockSpec s = spec();
+  s.fence_ttl = 1h;
+  std::int64_t last = 0;
+  for (int i = 0; i < 5; ++i) {
+    s.token = "t" + std::to_string(i);
+    std::int64_t fence = take_and_give_back(lock, net, s);
+    CHECK(fence > last);
+    last = fence;
+  }
+  for (std::size_t i = 0; i < 3; ++i) CHECK(net.ttl_ms(i, "{job}:redlock:fence") > 3599000);
+  net.advance(1h);
+  for (std::size_t i = 0; i < 3; ++i) CHECK_FALSE(net.value(i, "{job}:redlock:fence").has_value());
+  // Now s0 is out: s1 and s2 start again from their own clocks, behind s0's, but an hour later.
+  net.servers[0].down = true;
+  s.token = "after";
+  CHECK(take_and_give_back(lock, net, s) > last);
+}
+
+TEST_CASE("fence: a counter of an earlier version (no expiry) goes on from where it was, and gets one") {
+  FakeNetwork net(3);
+  set_clocks(net, {0, 0, 0});
+  for (std::size_t i = 0; i < 3; ++i) net.set(i, "{job}:redlock:fence", "7", 100000h);
+  Redlock lock(net);
+  CHECK(take_and_give_back(lock, net, spec()) == 8);
+  for (std::size_t i = 0; i < 3; ++i) CHECK(net.ttl_ms(i, "{job}:redlock:fence") > kThirtyDaysMs - 1000);
+}
+
+TEST_CASE("fence: where TIME is refused the counter counts from 1 and never expires") {
+  FakeNetwork net(3);
+  set_clocks(net, {0, 0, 0});
+  net.servers[2].wall.reset();
+  Redlock lock(net);
+  const std::int64_t first = take_and_give_back(lock, net, spec());
+  CHECK(first >= 1790000000LL * 1000000);
+  // s2 said 1; the servers that seeded from their clocks say more: the highest is written back.
+  CHECK(net.value(2, "{job}:redlock:fence") == std::to_string(first));
+  CHECK(net.ttl_ms(2, "{job}:redlock:fence") == -1);
+  CHECK(net.ttl_ms(0, "{job}:redlock:fence") > 0);
+}
+
 TEST_CASE("waiting: no retry before the holder could be free, then it is taken at once") {
   FakeNetwork net(5);
   held_by_redlock(net, 2s);
