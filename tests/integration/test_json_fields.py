@@ -15,10 +15,10 @@ from harness import ROOT, ClusterTest, free_port, main, redlock, redlock_binary,
 
 MAN = os.path.join(ROOT, "man", "redlock.1")
 LOCK = {"acquire", "extend", "release", "status", "run"}
-ALL = LOCK | {"doctor", "--version"}
+ALL = LOCK | {"doctor", "list", "elect", "--version"}
 # The groups of the table: the object itself, and the objects and arrays inside it.
 NESTED = {"quorum": "quorum", "holder": "holder", "error": "error"}
-ARRAYS = {"servers": "servers[]", "checks": "checks[]"}
+ARRAYS = {"servers": "servers[]", "checks": "checks[]", "holders": "holders[]", "locks": "locks[]"}
 
 
 def table_rows(text):
@@ -96,16 +96,19 @@ class JsonFields(ClusterTest):
         self.lock_commands()
         self.run_command()
         self.failures()
+        self.other_commands()
         self.rl_json("doctor", "--ttl", "1s")  # warnings: no persistence
         self.rl_json("--version", code=0)
         missing = []
         for obj in self.objects:
             missing += [m for m in undocumented(obj, self.rows) if m not in missing]
+        self.maxDiff = None
         self.assertEqual(missing, [], "fields printed but not in the man page's JSON table")
         # The cases above reached the fields that only they print.
         printed = set().union(*(obj for obj in self.objects))
         self.assertLessEqual({"holder", "nested", "interrupted_by", "min_hold_ms", "forced", "error", "redlock",
-                              "child_exit", "message", "reason", "checks"}, printed)
+                              "child_exit", "message", "reason", "checks", "holders", "slot", "locks", "terms"},
+                             printed)
 
     def test_a_row_taken_out_of_the_table_is_missed(self):
         # The negative control: without the row of release's "forced", release's object fails.
@@ -156,6 +159,18 @@ class JsonFields(ClusterTest):
         inner = redlock_binary()
         self.json_of(self.rl("run", "job", "--", inner, "--json", "acquire", "job"), 0)
         self.json_of(self.rl("run", "job", "--", inner, "--json", "run", "job", "--", "true"), 0)
+
+    def other_commands(self):
+        self.rl_json("acquire", "--limit", "2", "jobs", code=0)
+        self.rl_json("acquire", "--limit", "2", "jobs", code=0)
+        self.rl_json("acquire", "--limit", "2", "-n", "jobs", code=75)
+        self.rl_json("status", "--limit", "2", "jobs", code=0)
+        self.rl_json("run", "--limit", "3", "batch", "--", "true", code=0)
+        self.rl_json("release", "--force", "--limit", "2", "jobs")
+        self.rl("acquire", "job", "--owner", "me")
+        self.rl_json("list", code=0)
+        self.rl("release", "job", "--force")
+        self.json_of(self.rl("--json", "elect", "--once", "lead", "--", "true"), 0)
 
     def failures(self):
         nobody = "127.0.0.1:%d" % free_port()
