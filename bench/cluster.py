@@ -1,9 +1,11 @@
 """The servers of scripts/bench: real redis-server processes on free loopback ports, started from a
 throw-away directory, killed by their process id when the bench ends (and by the kernel if the bench
-itself is killed: each server gets PR_SET_PDEATHSIG), with a small RESP client to read them.
+itself is killed: each server gets PR_SET_PDEATHSIG), read with redis-py (Debian's python3-redis,
+one of the bench's references already).
 
 Kept apart from tests/integration/harness.py on purpose: the bench must not break when the tests'
-helpers change, and it must not leave servers behind when a time limit kills it.
+helpers change, and it must not leave servers behind when a time limit kills it. It reads no raw
+replies, so redis-py's own commands serve (ping, script_load, info, pubsub_numsub, exists).
 """
 
 import ctypes
@@ -14,6 +16,8 @@ import socket
 import subprocess
 import tempfile
 import time
+
+import redis
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -37,64 +41,6 @@ def free_port():
             _handed_out.add(port)
             return port
     raise RuntimeError("no free loopback port")
-
-
-class RespError(Exception):
-    pass
-
-
-class Resp:
-    """A blocking RESP2 client (loopback only)."""
-
-    def __init__(self, port, timeout=5.0):
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
-        self.buf = b""
-
-    def close(self):
-        self.sock.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def call(self, *args):
-        out = b"*%d\r\n" % len(args)
-        for a in args:
-            a = a.encode() if isinstance(a, str) else str(a).encode() if isinstance(a, int) else a
-            out += b"$%d\r\n%s\r\n" % (len(a), a)
-        self.sock.sendall(out)
-        return self._read()
-
-    def _fill(self, pred):
-        while not pred():
-            chunk = self.sock.recv(65536)
-            if not chunk:
-                raise ConnectionError("closed")
-            self.buf += chunk
-
-    def _read(self):
-        self._fill(lambda: b"\r\n" in self.buf)
-        line, self.buf = self.buf.split(b"\r\n", 1)
-        kind, rest = line[:1], line[1:]
-        if kind == b"+":
-            return rest.decode()
-        if kind == b"-":
-            raise RespError(rest.decode())
-        if kind == b":":
-            return int(rest)
-        if kind == b"$":
-            n = int(rest)
-            if n < 0:
-                return None
-            self._fill(lambda: len(self.buf) >= n + 2)
-            data, self.buf = self.buf[:n], self.buf[n + 2:]
-            return data
-        if kind == b"*":
-            n = int(rest)
-            return None if n < 0 else [self._read() for _ in range(n)]
-        raise RespError("bad reply %r" % line)
 
 
 class Server:
@@ -121,9 +67,9 @@ class Server:
             while time.monotonic() < deadline and self.proc.poll() is None:
                 try:
                     with self.client() as c:
-                        c.call("PING")
+                        c.ping()
                     return self
-                except OSError:
+                except (redis.ConnectionError, redis.TimeoutError):
                     time.sleep(0.02)
             if self.proc.poll() is None:
                 self.kill()
@@ -141,7 +87,7 @@ class Server:
             return ""
 
     def client(self):
-        return Resp(self.port)
+        return redis.Redis(host="127.0.0.1", port=self.port, socket_timeout=5.0, socket_connect_timeout=5.0)
 
     def freeze(self):
         os.kill(self.proc.pid, signal.SIGSTOP)
@@ -183,7 +129,7 @@ class Cluster:
         for s in self.servers:
             with s.client() as c:
                 for body in bodies:
-                    c.call("SCRIPT", "LOAD", body)
+                    c.script_load(body)
 
     def stop(self):
         for s in self.servers:
@@ -200,12 +146,10 @@ class Cluster:
             if s.frozen:
                 continue
             with s.client() as c:
-                text = c.call("INFO", "commandstats").decode()
-            for line in text.splitlines():
-                if line.startswith("cmdstat_"):
-                    name, fields = line[len("cmdstat_"):].split(":", 1)
-                    calls = int(dict(f.split("=") for f in fields.split(","))["calls"])
-                    total[name] = total.get(name, 0) + calls
+                stats = c.info("commandstats")
+            for key, fields in stats.items():
+                name = key[len("cmdstat_"):]
+                total[name] = total.get(name, 0) + fields["calls"]
         return total
 
     def numsub(self, channel):
@@ -215,7 +159,7 @@ class Cluster:
             if s.frozen:
                 continue
             with s.client() as c:
-                if c.call("PUBSUB", "NUMSUB", channel)[1] > 0:
+                if c.pubsub_numsub(channel)[0][1] > 0:
                     n += 1
         return n
 
@@ -224,5 +168,5 @@ class Cluster:
         for s in self.servers:
             if not s.frozen:
                 with s.client() as c:
-                    n += c.call("EXISTS", key)
+                    n += c.exists(key)
         return n

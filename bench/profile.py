@@ -2,10 +2,10 @@
 of `redlock --version` and of `redlock acquire -n` against 5 servers, `strace -c` of an acquire,
 `LD_DEBUG=statistics` of start-up, and the resident set of a `run` by mapping.
 
-    REDLOCK_BIN=build/cli/redlock python3 bench/profile.py [--out DIR] [--top N]
+    REDLOCK_BIN=build/cli/redlock /usr/bin/python3 bench/profile.py [--out DIR] [--top N]
 
-Needs valgrind, strace and redis-server (Debian packages); the servers are started here on loopback
-ports and killed at the end. Raw outputs go to DIR (default bench/results/profile).
+Needs valgrind, strace, redis-server and python3-redis (Debian packages); the servers are started
+here on loopback ports and killed at the end. Raw outputs go to DIR (default bench/results/profile).
 """
 
 import argparse

@@ -12,6 +12,7 @@
 
 #include "commands.hpp"
 #include "core/lock/faults.hpp"
+#include "core/lock/semaphore.hpp"
 #include "core/lock/token.hpp"
 #include "core/util/duration.hpp"
 #include "core/util/error.hpp"
@@ -96,6 +97,14 @@ const OptionRow<A> kAcquireOptions[] = {
      .type_name = "STR",
      .help = "who holds it, shown by status (default user@host:pid)",
      .target = &A::owner},
+    limit_row(&A::limit),
+    {.flags = "--fence-ttl",
+     .env = "REDLOCK_FENCE_TTL",
+     .takes_value = true,
+     .type_name = "DUR",
+     .help = "the fencing counter expires after DUR without an acquisition (at least 1h; fences still increase)",
+     .target = &A::fence_ttl,
+     .show_default = true},
 };
 
 }  // namespace
@@ -162,6 +171,11 @@ AcquirePlan plan_acquire(const AcquireOptions& o, const GlobalOptions& global) {
     usage_error("--ttl " + o.ttl + " leaves no validity after the drift allowance (TTL·drift + 2ms)");
   }
   plan.spec.owner = o.owner.empty() ? default_owner() : o.owner;
+  plan.limit = o.limit;
+  plan.spec.fence_ttl = ttl_option(o.fence_ttl, "--fence-ttl");
+  if (plan.spec.fence_ttl < kMinFenceTtl) {
+    usage_error("--fence-ttl: must be at least 1h (the margin for servers whose clocks disagree)");
+  }
   refuse_empty_token(global, o.token);
   plan_token(plan, o.token, global);
 
@@ -180,6 +194,12 @@ AcquirePlan plan_acquire(const AcquireOptions& o, const GlobalOptions& global) {
   if (global.verbose >= 1) plan.wait.on_retry = no_quorum_report(global, o.name, plan.wait.deadline);
   require_private_file(o.token_file, "--token-file");
   return plan;
+}
+
+void json_slot(Json& j, const AcquirePlan& plan) {
+  if (plan.limit == 0) return;
+  j["limit"] = plan.limit;
+  j["slot"] = plan.slot ? Json(*plan.slot) : Json(nullptr);
 }
 
 void json_acquisition(Json& j, const AcquireResult& r) {
@@ -205,11 +225,17 @@ Json json_holder(const Holder& holder) {
           {"ttl_ms", holder.ttl ? Json(whole_ms(*holder.ttl)) : Json(nullptr)}};
 }
 
-std::optional<StatusResult> reentry_status(Redlock& redlock, const AcquirePlan& plan) {
+std::optional<StatusResult> reentry_status(Redlock& redlock, AcquirePlan& plan) {
   if (plan.reentry == AcquirePlan::Reentry::No) return std::nullopt;
+  if (plan.limit > 0) {
+    // A semaphore's holder is the slot that holds the token; in none, the lock is not held.
+    Semaphore semaphore(redlock, plan.spec.keys.lock, plan.limit);
+    plan.slot = semaphore.find(plan.spec.token);
+    plan.spec.keys = semaphore.keys().slots[plan.slot.value_or(0)];
+  }
   StatusResult s = redlock.status(plan.spec.keys);
   if (s.no_quorum) return s;
-  bool held = s.state == LockState::Held && s.token == plan.spec.token;
+  bool held = s.state == LockState::Held && s.token == plan.spec.token && (plan.limit == 0 || plan.slot);
   if (held) return s;
   if (plan.reentry == AcquirePlan::Reentry::IfHeld) return std::nullopt;
   s.state = LockState::Partial;
@@ -264,6 +290,7 @@ void json_reentry(Json& j, const AcquirePlan& plan, const StatusResult& s) {
   j["attempts"] = 1;
   j["quorum"] = json_quorum(s.tally);
   j["servers"] = json_servers(s.servers);
+  json_slot(j, plan);
 }
 
 int answer_reentry(const AcquireOptions& o, const GlobalOptions& global, const AcquirePlan& plan, const StatusResult& s,
@@ -297,7 +324,7 @@ class Acquisition {
     SignalCatcher signals({SIGINT, SIGTERM, SIGHUP});
     transport_.set_wait_sigmask(&signals.wait_mask());
     plan_.wait.interrupted = [&signals] { return signals.pending({SIGINT, SIGTERM, SIGHUP}); };
-    AcquireResult r = redlock_.acquire(plan_.spec, plan_.wait);
+    AcquireResult r = take_lock(redlock_, plan_);
     verbose_servers(global_, r.servers);
     const int stopped_by = signals.first_caught({SIGINT, SIGTERM, SIGHUP});
     if (r.outcome == AcquireOutcome::Acquired && stopped_by) {
@@ -325,6 +352,7 @@ class Acquisition {
     bool delivered = true;
     if (global_.json) {
       json_acquisition(j, r);
+      json_slot(j, plan_);
       if (r.outcome == AcquireOutcome::Interrupted) j["interrupted_by"] = signal_name(signal);
       if (r.outcome == AcquireOutcome::NoQuorum) no_quorum(&j, o_.name, "no quorum: " + r.message);
       delivered = print_json(j);

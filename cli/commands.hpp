@@ -30,6 +30,8 @@ struct AcquireOptions {
   std::string retry_delay = "200ms";
   double drift = 0.01;
   std::string owner;
+  std::size_t limit = 0;  // --limit: 0 for a mutex
+  std::string fence_ttl = "30d";
 };
 
 // What the acquire options come to, checked.
@@ -43,6 +45,10 @@ struct AcquirePlan {
   enum class Reentry { No, Enclosing, IfHeld };
   Reentry reentry = Reentry::No;
   std::optional<std::int64_t> enclosing_fence;  // the enclosing run's fence, when Enclosing
+  // --limit: a semaphore of that many slots. Once a slot is taken (or re-entered), spec.keys are
+  // the slot's and SLOT says which.
+  std::size_t limit = 0;
+  std::optional<std::size_t> slot;
 };
 
 void add_acquire_options(CLI::App& sub, AcquireOptions& options, const GlobalOptions& global);
@@ -58,24 +64,62 @@ void write_token_file(const std::string& path, const std::string& token);
 AcquirePlan plan_acquire(const AcquireOptions& options, const GlobalOptions& global);
 // The JSON of an acquisition (acquire, and run's report).
 void json_acquisition(Json& j, const AcquireResult& r);
+// With --limit: "limit" and the "slot" taken (null when none).
+void json_slot(Json& j, const AcquirePlan& plan);
 // A busy lock's holder: {"owner": the owner record's name or null, "ttl_ms": until it could be free, or null}.
 Json json_holder(const Holder& holder);
 // Whether a nested acquire/run re-enters (see AcquirePlan::reentry): the status that decides it
 // (held with the token, or not held by the enclosing run, or no quorum), or nothing when the lock
 // is to be taken as usual.
-std::optional<StatusResult> reentry_status(Redlock& redlock, const AcquirePlan& plan);
+std::optional<StatusResult> reentry_status(Redlock& redlock, AcquirePlan& plan);
 // The fence of a re-entered lock: the enclosing run's fence for its own lock; unknown for a lock
 // given an enclosing run's token (the highest counter on the servers may be above it).
 std::optional<std::int64_t> reentry_fence(const AcquirePlan& plan);
 // Why a re-entry that REENTRY_STATUS did not find held is refused, for a one-line message.
 const char* reentry_refusal(const StatusResult& s);
 
+// --limit K (REDLOCK_LIMIT): the lock is a semaphore of K slots. One row, in the table of every
+// command that takes it.
+CLI::Validator limit_range();
+template <class Settings>
+OptionRow<Settings> limit_row(std::size_t Settings::*limit) {
+  return {.flags = "--limit",
+          .env = "REDLOCK_LIMIT",
+          .takes_value = true,
+          .type_name = "K",
+          .help = "a semaphore: at most K holders at once, each in a slot of its own",
+          .target = limit,
+          .check = limit_range};
+}
+// Takes PLAN's lock as WAIT says: a slot of the semaphore with --limit, whose keys then become
+// PLAN's (and PLAN.slot says which), else the lock itself.
+AcquireResult take_lock(Redlock& redlock, AcquirePlan& plan);
+// With --limit, the keys of the slot of NAME's semaphore where TOKEN is found (on most servers);
+// KEYS unchanged without --limit. Without keys, MESSAGE says why: TOKEN is in no slot, or fewer
+// than a quorum answered (NO_QUORUM).
+struct SlotLookup {
+  std::optional<LockKeys> keys;
+  bool no_quorum = false;
+  std::string message;
+};
+SlotLookup slot_keys(Redlock& redlock, const LockKeys& keys, std::size_t limit, const std::string& token);
+// The limit stored for NAME's semaphore, if one is (on most servers that answered).
+std::optional<std::size_t> stored_limit(Redlock& redlock, const LockKeys& keys);
+// `status NAME --limit K`: every slot's holder.
+int run_semaphore_status(Redlock& redlock, const std::string& name, const LockKeys& keys, std::size_t limit,
+                         const GlobalOptions& global);
+// `release NAME --limit K --force`: every slot and the stored limit.
+ReleaseResult force_release_semaphore(Redlock& redlock, const LockKeys& keys, std::size_t limit);
+
 void setup_acquire(CLI::App& app, const GlobalOptions& global, Action& action);
 void setup_extend(CLI::App& app, const GlobalOptions& global, Action& action);
 void setup_release(CLI::App& app, const GlobalOptions& global, Action& action);
 void setup_status(CLI::App& app, const GlobalOptions& global, Action& action);
 void setup_run(CLI::App& app, const GlobalOptions& global, Action& action);
+void setup_elect(CLI::App& app, const GlobalOptions& global, Action& action);
 void setup_doctor(CLI::App& app, const GlobalOptions& global, Action& action);
+void setup_list(CLI::App& app, const GlobalOptions& global, Action& action);
+void setup_watch(CLI::App& app, const GlobalOptions& global, Action& action);
 void setup_completion(CLI::App& app, const GlobalOptions& global, Action& action);
 
 }  // namespace redlock::cli

@@ -116,6 +116,8 @@ Json json_report(const DoctorReport& r, const DoctorOptions& options) {
     s["appendfsync"] = f.appendfsync ? Json(*f.appendfsync) : Json(nullptr);
     s["clock_offset_ms"] = r.skew ? json_optional_ms(r.skew->offsets[i]) : Json(nullptr);
     s["acl_denied"] = f.denied;
+    s["fence_keys"] = f.fence_keys ? Json(*f.fence_keys) : Json(nullptr);
+    s["fence_keys_complete"] = f.fence_keys ? Json(f.fence_scan_complete) : Json(nullptr);
     servers.push_back(std::move(s));
   }
   j["servers"] = servers;
@@ -145,6 +147,7 @@ int run_doctor_command(const DoctorCliOptions& o, const GlobalOptions& global) {
   options.ttl = ttl_option(o.ttl, "--ttl");
   options.timeout = request_timeout(global);
   options.probe_key = doctor_probe_key(global.prefix);
+  options.prefix = global.prefix;
   auto transport = connect_servers(global);
   for (const auto& line : setting_origins(global)) verbose(global, 1, line);
   DoctorReport report = run_doctor(*transport, options);

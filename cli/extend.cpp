@@ -20,6 +20,7 @@ struct ExtendOptions {
   std::string token;
   std::string token_file;
   std::string ttl;  // empty: none asked for, so the lock keeps its own (see kFallbackTtl)
+  std::size_t limit = 0;
 };
 
 using E = ExtendOptions;
@@ -41,6 +42,7 @@ const OptionRow<E> kExtendOptions[] = {
      .type_name = "DUR",
      .help = "new expiry (default: the TTL the lock was taken with, or what it has left if longer; never shorter)",
      .target = &E::ttl},
+    limit_row(&E::limit),
 };
 
 int run_extend(const ExtendOptions& o, const GlobalOptions& global) {
@@ -51,7 +53,14 @@ int run_extend(const ExtendOptions& o, const GlobalOptions& global) {
   Duration ttl = ttl_option(keep_longer ? kFallbackTtl : o.ttl, "--ttl");
   auto transport = connect_servers(global);
   Redlock redlock(*transport, request_timeout(global));
-  ExtendResult r = redlock.extend(keys, token, ttl, 0.01, {}, keep_longer);
+  const SlotLookup slot = slot_keys(redlock, keys, o.limit, token);
+  ExtendResult r;
+  if (slot.keys) {
+    r = redlock.extend(*slot.keys, token, ttl, 0.01, {}, keep_longer);
+  } else {
+    r.no_quorum = slot.no_quorum;
+    r.message = slot.message;
+  }
   verbose_servers(global, r.servers);
   if (r.extended) {
     verbose(global, 1,

@@ -19,7 +19,12 @@ constexpr Synopsis kSynopses[] = {
     {"release", "release NAME (--token TOKEN | --force)"},
     {"status", "status NAME"},
     {"run", "run [OPTIONS] NAME [OPTIONS] [--] CMD [ARG...]\nrun [OPTIONS] NAME [OPTIONS] -c STR"},
+    {"elect",
+     "elect [OPTIONS] NAME [OPTIONS] [--] CMD [ARG...]\nelect [OPTIONS] NAME [OPTIONS] -c STR\n"
+     "elect NAME --observe"},
     {"doctor", "doctor [--ttl DUR]"},
+    {"list", "list [PATTERN]"},
+    {"watch", "watch NAME [--until released|free]"},
     {"completion", "completion bash|zsh"},
 };
 

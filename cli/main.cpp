@@ -16,6 +16,7 @@
 
 #include "commands.hpp"
 #include "core/util/error.hpp"
+#include "core/util/setting.hpp"
 #include "exit_codes.hpp"
 #include "help.hpp"
 
@@ -186,8 +187,9 @@ int checked_stdout(const std::string& command, int status) {
 
 using Setup = void (*)(CLI::App&, const GlobalOptions&, Action&);
 const std::pair<const char*, Setup> kCommands[] = {
-    {"acquire", setup_acquire}, {"extend", setup_extend}, {"release", setup_release},      {"status", setup_status},
-    {"run", setup_run},         {"doctor", setup_doctor}, {"completion", setup_completion}};
+    {"acquire", setup_acquire}, {"extend", setup_extend},        {"release", setup_release}, {"status", setup_status},
+    {"run", setup_run},         {"elect", setup_elect},          {"doctor", setup_doctor},   {"list", setup_list},
+    {"watch", setup_watch},     {"completion", setup_completion}};
 
 // Adds the commands to APP. Building a command's options costs more than running most commands:
 // only the one WORD names is built, none for --version alone (WORD null), and all of them for
@@ -405,8 +407,8 @@ int run_command(const CLI::App& app, const Action& action, const GlobalOptions& 
   const std::string command = app.get_subcommands().front()->get_name();
   try {
     int status = action();
-    // Not for run, whose status is its command's (and whose stdout is the command's).
-    return command == "run" ? status : checked_stdout(command, status);
+    // Not for run and elect, whose status is their command's (and whose stdout is the command's).
+    return command == "run" || command == "elect" ? status : checked_stdout(command, status);
   } catch (const Error& e) {
     // A usage or configuration error may be about an option whose value came from its variable.
     const bool named = e.kind() != ErrorKind::Internal;
@@ -415,6 +417,25 @@ int run_command(const CLI::App& app, const Action& action, const GlobalOptions& 
   } catch (const std::exception& e) {
     return fail(global.json, command, exit_code::kInternal, std::string("internal error: ") + e.what());
   }
+}
+
+// Core's messages name settings by the options that set them.
+std::string flag_name(Setting s) {
+  switch (s) {
+    case Setting::Ttl:
+      return "--ttl";
+    case Setting::Timeout:
+      return "--timeout";
+    case Setting::TlsCa:
+      return "--tls-ca";
+    case Setting::TlsCert:
+      return "--tls-cert";
+    case Setting::TlsKey:
+      return "--tls-key";
+    case Setting::TlsServerName:
+      return "--tls-server-name";
+  }
+  return "an option";
 }
 
 // Parses ARGS with APP. Help, the version and parse errors end here with their status; nullopt
@@ -458,6 +479,7 @@ void fill_standard_descriptors() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  redlock::name_settings(flag_name);
   fill_standard_descriptors();
   GlobalOptions global;
   Action action;
@@ -479,7 +501,8 @@ int main(int argc, char** argv) {
   }
   if (is_command(word) && !wants_help(words)) global.only_named = &words;
   auto app = make_app(global, action, version_only ? nullptr : &word);
-  if (word == "run") words = end_run_options(*app->get_subcommand("run"), words, command_index(words));
+  if (word == "run" || word == "elect")
+    words = end_run_options(*app->get_subcommand(word), words, command_index(words));
   const bool json = wants_json(words);
   for (std::size_t i = 1; i < words.size() && words[i] != "--"; ++i) global.words.push_back(words[i]);
   Words parsed = words;

@@ -5,6 +5,7 @@
 // `.flags = "..."` of every row). Adding an option is adding a row.
 #pragma once
 
+#include <cstddef>
 #include <initializer_list>
 #include <optional>
 #include <set>
@@ -29,7 +30,7 @@ namespace redlock::cli {
 template <class Settings>
 struct OptionRow {
   using Target = std::variant<std::string Settings::*, bool Settings::*, int Settings::*, double Settings::*,
-                              std::vector<std::string> Settings::*>;
+                              std::size_t Settings::*, std::vector<std::string> Settings::*>;
   std::string_view flags;           // CLI11's names: "-w,--wait"
   std::string_view env = {};        // its REDLOCK_* variable; empty when none
   bool takes_value = false;         // else a flag (into an int: counted, -vv)

@@ -1,7 +1,9 @@
 #include "output.hpp"
 
 #include <cstdio>
+#include <ctime>
 
+#include "core/util/duration.hpp"
 #include "exit_codes.hpp"
 #include "servers.hpp"
 
@@ -37,6 +39,21 @@ void write_stderr(const std::string& line) {
 
 }  // namespace
 
+std::string ttl_text(std::int64_t ttl_ms) {
+  if (ttl_ms == -1) return "no expiry";
+  if (ttl_ms < 0) return "-";
+  return format_duration(Millis(ttl_ms));
+}
+
+std::string wall_time(std::int64_t unix_ms) {
+  std::time_t t = static_cast<std::time_t>(unix_ms / 1000);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
 void warn(const GlobalOptions& options, const std::string& message) {
   if (!options.quiet) warn_always(message);
 }
@@ -63,9 +80,10 @@ void verbose_servers(const GlobalOptions& options, const std::vector<ServerRepor
     // A failure's error often begins with its name already ("connect: Connection refused").
     std::string line = s.server + ": ";
     if (s.error.empty()) {
-      line += s.result;
+      line += s.result_name();
     } else {
-      line += s.error.starts_with(s.result + ":") ? s.error : s.result + ": " + s.error;
+      const std::string result(s.result_name());
+      line += s.error.starts_with(result + ":") ? s.error : result + ": " + s.error;
     }
     if (s.latency) {
       char ms[32];
@@ -117,7 +135,7 @@ Json json_servers(const std::vector<ServerReport>& servers) {
     Json j;
     j["server"] = s.server;
     j["ok"] = s.waited_for() ? Json(s.ok) : Json(nullptr);  // not waited for: neither success nor failure
-    j["result"] = s.result;
+    j["result"] = s.result_name();
     j["latency_ms"] = s.latency ? Json(json_ms(*s.latency)) : Json(nullptr);
     j["error"] = s.error.empty() ? Json(nullptr) : Json(s.error);
     j["role"] = s.role.empty() ? Json(nullptr) : Json(s.role);

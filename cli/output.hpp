@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,11 @@ using Json = nlohmann::ordered_json;
 
 // NAME as it may appear in a one-line message: control characters escaped, long names cut.
 std::string printable(const std::string& text);
+
+// A lock's TTL as status and list show it: "29.5s", "no expiry" (−1), "-" (none).
+std::string ttl_text(std::int64_t ttl_ms);
+// UNIX_MS as an ISO 8601 UTC time to the second ("2024-05-01T12:00:00Z").
+std::string wall_time(std::int64_t unix_ms);
 
 // Diagnostics on stderr, each "redlock: ..." on a line of its own.
 // A warning, unless -q.

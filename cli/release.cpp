@@ -14,6 +14,7 @@ struct ReleaseOptions {
   std::string token;
   std::string token_file;
   bool force = false;
+  std::size_t limit = 0;
 };
 
 using Rel = ReleaseOptions;
@@ -34,7 +35,19 @@ const OptionRow<Rel> kReleaseOptions[] = {
      .takes_value = false,
      .help = "delete the lock whoever holds it (never a key that cannot be a lock)",
      .target = &Rel::force},
+    limit_row(&Rel::limit),
 };
+
+ReleaseResult release_lock(Redlock& redlock, const ReleaseOptions& o, const LockKeys& keys, const std::string& token,
+                           bool force) {
+  if (force && o.limit > 0) return force_release_semaphore(redlock, keys, o.limit);
+  const SlotLookup slot = force ? SlotLookup{keys, false, {}} : slot_keys(redlock, keys, o.limit, token);
+  if (slot.keys) return redlock.release(*slot.keys, token, force);
+  ReleaseResult r;
+  r.no_quorum = slot.no_quorum;
+  r.message = slot.message;
+  return r;
+}
 
 int run_release(const ReleaseOptions& o, const GlobalOptions& global) {
   LockKeys keys = lock_keys(global, o.name);
@@ -48,7 +61,7 @@ int run_release(const ReleaseOptions& o, const GlobalOptions& global) {
     usage_error("release needs exactly one of --token TOKEN (or --token-file FILE) and --force");
   auto transport = connect_servers(global);
   Redlock redlock(*transport, request_timeout(global));
-  ReleaseResult r = redlock.release(keys, token, force);
+  ReleaseResult r = release_lock(redlock, o, keys, token, force);
   verbose_servers(global, r.servers);
   if (r.released) {
     verbose(global, 1, "released " + printable(o.name) + ": deleted on " + servers_text(r.deleted, r.tally.total));

@@ -18,26 +18,13 @@
 #include "enclosing.hpp"
 #include "exit_codes.hpp"
 #include "option_table.hpp"
+#include "run.hpp"
 #include "signals.hpp"
 #include "supervisor.hpp"
 
 namespace redlock::cli {
 
 namespace {
-
-struct RunOptions {
-  AcquireOptions acquire;
-  std::string command;
-  std::vector<std::string> argv;
-  std::string renew;
-  std::string signal = "TERM";
-  std::string kill_after = "5s";
-  bool kill_after_given = false;
-  int lost_exit_code = exit_code::kLost;
-  std::string report;
-  std::string min_hold;
-  std::string max_hold;
-};
 
 // What the options come to, checked before anything touches a server.
 struct RunPlan {
@@ -52,6 +39,10 @@ struct RunPlan {
 
 const std::vector<int> kForwarded = {SIGHUP, SIGINT, SIGQUIT, SIGUSR1, SIGUSR2, SIGTERM};
 const std::vector<int> kStopWaiting = {SIGHUP, SIGINT, SIGTERM};
+
+bool stops_waiting(int sig) {
+  return std::find(kStopWaiting.begin(), kStopWaiting.end(), sig) != kStopWaiting.end();
+}
 
 // Time left before the child must be dead, so that nothing runs on once the validity can be over.
 Duration kill_margin(Duration ttl) {
@@ -108,17 +99,17 @@ RunPlan plan_run(const RunOptions& o, const GlobalOptions& global) {
   return plan;
 }
 
-// Written with mode 0600 (it carries the token), replacing FILE as a whole. A failure is a warning,
-// unless the run ends in an error, whose line says enough.
+}  // namespace
+
+// Mode 0600: it carries the token.
 void write_report(const std::string& path, const Json& report, const GlobalOptions& global, bool warn_on_failure) {
   if (path.empty()) return;
   int err = write_private_file(path, json_text(report) + "\n");
   if (err && warn_on_failure) warn(global, "--report '" + printable(path) + "': " + std::strerror(err));
 }
 
-// With --json, the object goes on the stdout CMD wrote to: on a line of its own whatever CMD's output
-// ended with. A regular file shows its last byte; on a pipe or a terminal it cannot be seen, and a
-// line break comes first.
+// A regular file shows its last byte; on a pipe or a terminal it cannot be seen, and a line break
+// comes first.
 void print_json_after_command(const Json& report) {
   const std::string outcome = report.value("outcome", "");
   if (outcome == "child_exited" || outcome == "child_signaled" || outcome == "lost") {
@@ -137,19 +128,57 @@ void print_json_after_command(const Json& report) {
   print_json(report);
 }
 
+void write_error_report(const std::string& path, Json& report, const Error& e, const GlobalOptions& global) {
+  report["outcome"] = "error";
+  report["error"] = error_json(exit_code::of(e.kind()), e.what());
+  write_report(path, report, global, false);
+}
+
+const std::vector<int>& run_signals() {
+  static const std::vector<int> signals = {SIGHUP, SIGINT, SIGQUIT, SIGUSR1, SIGUSR2, SIGTERM, SIGCHLD};
+  return signals;
+}
+
 class Runner {
  public:
   Runner(const RunOptions& o, const GlobalOptions& global, Json& report, SignalCatcher& signals)
       : o_(o), global_(global), report_(report), signals_(&signals) {}
 
   int run() {
+    connect();
+    if (auto reentered = reentry_status(*redlock_, plan_.acquire)) return run_nested(*reentered);
+    return run_locked();
+  }
+
+  void connect() {
     plan_ = plan_run(o_, global_);
     report_["key"] = plan_.acquire.spec.keys.lock;
     transport_ = connect_servers(global_);
     redlock_ = std::make_unique<Redlock>(*transport_, request_timeout(global_));
     transport_->set_wait_sigmask(&signals_->wait_mask());
-    if (auto reentered = reentry_status(*redlock_, plan_.acquire)) return run_nested(*reentered);
+  }
+
+  // elect: a term of its own is taken with a token of its own and waited for as long as --wait
+  // says from now, and the command learns its fence as REDLOCK_TERM too. A lock an enclosing run
+  // holds is never re-entered: it would be held by that run, not won.
+  int term() {
+    if (plan_.acquire.reentry != AcquirePlan::Reentry::No) {
+      usage_error("elect: " + printable(o_.acquire.name) + " is the lock of an enclosing run, which holds it");
+    }
+    AcquirePlan fresh = plan_acquire(o_.acquire, global_);
+    plan_.acquire.spec.token = fresh.spec.token;
+    plan_.acquire.wait.deadline = fresh.wait.deadline;
+    plan_.acquire.wait.on_retry = fresh.wait.on_retry;
+    elect_ = true;
     return run_locked();
+  }
+
+  int stopped_by() const { return stopped_by_ ? stopped_by_ : signals_->first_caught(kStopWaiting); }
+  Duration retry_delay() const { return plan_.acquire.wait.retry_delay; }
+
+  bool rest(Duration duration) {
+    transport_->run_until([&] { return signals_->pending(kStopWaiting); }, Clock::now() + duration);
+    return !signals_->pending(kStopWaiting);
   }
 
  private:
@@ -177,7 +206,14 @@ class Runner {
     });
     report_["token"] = acq.token;
     report_["fence"] = acq.fence;
-    verbose(global_, 1, "acquired " + printable(o_.acquire.name) + ", fence " + std::to_string(acq.fence));
+    if (elect_) {
+      // A service's log: each term says when it begins (and elect when it ends), unless -q.
+      verbose(global_, 0,
+              printable(o_.acquire.name) + ": term " + std::to_string(acq.fence) + " begins, led by " +
+                  printable(plan_.acquire.spec.owner));
+    } else {
+      verbose(global_, 1, "acquired " + printable(o_.acquire.name) + ", fence " + std::to_string(acq.fence));
+    }
     return hold(acq);
   }
 
@@ -186,7 +222,7 @@ class Runner {
   AcquireResult take_lock(int& stopped_by) {
     AcquirePlan& ap = plan_.acquire;
     ap.wait.interrupted = [this] { return signals_->pending(kStopWaiting); };
-    AcquireResult acq = redlock_->acquire(ap.spec, ap.wait);
+    AcquireResult acq = cli::take_lock(*redlock_, ap);
     verbose_servers(global_, acq.servers);
     report_["acquired"] = acq.outcome == AcquireOutcome::Acquired;
     report_["token"] = nullptr;
@@ -199,11 +235,13 @@ class Runner {
     report_["renewals"] = 0;
     report_["child_exit"] = nullptr;
     report_["signal"] = nullptr;
+    json_slot(report_, ap);
     // The signals that came while waiting were for redlock: TERM, INT and HUP end the wait, and
     // QUIT, USR1 and USR2 are dropped rather than delivered to the command the moment it starts.
     for (const auto& caught : signals_->take()) {
-      bool stops = std::find(kStopWaiting.begin(), kStopWaiting.end(), caught.sig) != kStopWaiting.end();
+      bool stops = stops_waiting(caught.sig);
       if (stops && !stopped_by) stopped_by = caught.sig;
+      if (stops && !stopped_by_) stopped_by_ = caught.sig;
       if (!stops && caught.sig != SIGCHLD) verbose(global_, 1, "ignored " + signal_name(caught.sig) + " while waiting");
     }
     if (acq.outcome == AcquireOutcome::Acquired && stopped_by) {
@@ -242,10 +280,18 @@ class Runner {
     ChildSpec spec;
     spec.argv = plan_.argv;
     spec.set_env = {{"REDLOCK_NAME", o_.acquire.name},
-                    {"REDLOCK_KEY", ap.spec.keys.lock},
+                    {"REDLOCK_KEY", global_.prefix + o_.acquire.name},
                     {"REDLOCK_TOKEN", acq.token},
                     {"REDLOCK_FENCE", std::to_string(acq.fence)},
                     {"REDLOCK_TTL_MS", std::to_string(whole_ms(ap.spec.ttl))}};
+    if (elect_) spec.set_env.emplace_back("REDLOCK_TERM", std::to_string(acq.fence));
+    // A semaphore's holder: REDLOCK_KEY stays NAME's key (a nested call with --limit finds the slot
+    // from the token), and the fence is the slot's own.
+    if (ap.slot) {
+      spec.set_env.emplace_back("REDLOCK_SLOT", std::to_string(*ap.slot));
+    } else {
+      spec.unset_env.emplace_back("REDLOCK_SLOT");
+    }
     // The locks of the runs around this one, so that a lock of theirs taken again further down is
     // re-entered rather than waited for.
     if (auto outer = enclosing_locks(); !outer.empty()) {
@@ -267,7 +313,7 @@ class Runner {
     }
     Lease lease(*transport_, ap.spec.keys, acq.token, ap.spec.ttl, ap.spec.drift, acq.valid_until, plan_.renew,
                 ap.spec.min_validity);
-    lease.heal_with({acq.owner_record, acq.fence});
+    lease.heal_with({acq.owner_record, acq.fence, ap.spec.fence_ttl});
     std::string lost = supervise(child, lease, acq);
     report_["renewals"] = lease.renewals();
     report_["held_ms"] = json_ms(Clock::now() - acq.taken_at);
@@ -350,6 +396,7 @@ class Runner {
   void forward_signals(const Child& child) {
     for (const auto& caught : signals_->take()) {
       if (caught.sig != SIGCHLD) child.signal_group(caught.sig);
+      if (stops_waiting(caught.sig) && !stopped_by_) stopped_by_ = caught.sig;
     }
   }
 
@@ -439,6 +486,7 @@ class Runner {
     report_["token"] = plan_.acquire.spec.token;
     auto fence = reentry_fence(plan_.acquire);
     report_["fence"] = s.state == LockState::Held && fence ? Json(*fence) : Json(nullptr);
+    json_slot(report_, plan_.acquire);
     if (s.no_quorum) {
       no_quorum(&report_, o_.acquire.name, reentry_refusal(s));
       return finish("no_quorum", exit_code::kNoQuorum);
@@ -475,20 +523,41 @@ class Runner {
   std::unique_ptr<Redlock> redlock_;
   SignalCatcher* signals_;
   Fd passwords_;  // the child's REDLOCK_PASSWORD_FD
+  bool elect_ = false;
+  int stopped_by_ = 0;  // the first TERM, INT or HUP that ended a wait or was forwarded
 };
+
+Terms::Terms(const RunOptions& o, const GlobalOptions& global, Json& report, SignalCatcher& signals)
+    : runner_(std::make_unique<Runner>(o, global, report, signals)) {}
+Terms::~Terms() = default;
+void Terms::connect() {
+  runner_->connect();
+}
+int Terms::term() {
+  return runner_->term();
+}
+int Terms::stopped_by() const {
+  return runner_->stopped_by();
+}
+bool Terms::rest(Duration duration) {
+  return runner_->rest(duration);
+}
+Duration Terms::retry_delay() const {
+  return runner_->retry_delay();
+}
+
+namespace {
 
 int run_run(const RunOptions& o, const GlobalOptions& global) {
   Json report = json_head("run", o.acquire.name, global.prefix + o.acquire.name);
   // Caught until the report is written: a second TERM must not end us before it is.
-  SignalCatcher signals({SIGHUP, SIGINT, SIGQUIT, SIGUSR1, SIGUSR2, SIGTERM, SIGCHLD});
+  SignalCatcher signals(run_signals());
   int status;
   try {
     Runner runner(o, global, report, signals);
     status = runner.run();
   } catch (const Error& e) {
-    report["outcome"] = "error";
-    report["error"] = error_json(exit_code::of(e.kind()), e.what());
-    write_report(o.report, report, global, false);
+    write_error_report(o.report, report, e, global);
     throw;
   }
   write_report(o.report, report, global, true);
@@ -559,20 +628,25 @@ const OptionRow<R> kRunOptions[] = {
 
 }  // namespace
 
+CLI::Option* add_run_options(CLI::App& command, RunOptions& options, const GlobalOptions& global) {
+  add_acquire_options(command, options.acquire, global);
+  command.add_option("CMD", options.argv,
+                     "the command and its arguments: from the first word after NAME that is no option (or after --)");
+  add_option_rows(command, options, std::span<const OptionRow<R>>(kRunOptions), global);
+  return command.get_option_no_throw("--kill-after");  // not built when nothing names it
+}
+
+bool kill_after_given(const CLI::Option* kill_after) {
+  const auto* row = find_row(std::span<const OptionRow<R>>(kRunOptions), "--kill-after");
+  return (kill_after && kill_after->count() > 0) || std::getenv(std::string(row->env).c_str());
+}
+
 void setup_run(CLI::App& app, const GlobalOptions& global, Action& action) {
   auto o = std::make_shared<RunOptions>();
   auto* sub = app.add_subcommand("run", "hold the lock for exactly as long as a command runs");
-  add_acquire_options(*sub, o->acquire, global);
-  sub->add_option("CMD", o->argv,
-                  "the command and its arguments: from the first word after NAME that is no option (or after --)");
-  const std::span<const OptionRow<R>> rows(kRunOptions);
-  add_option_rows(*sub, *o, rows, global);
-  // Given, on the command line or in its variable: only then is a --kill-after cut to the TTL worth a warning.
-  const auto* kill_after_row = find_row(rows, "--kill-after");
-  auto* kill_after = sub->get_option_no_throw("--kill-after");  // not built when nothing names it
-  sub->callback([o, kill_after, kill_after_row, &global, &action] {
-    o->kill_after_given =
-        (kill_after && kill_after->count() > 0) || std::getenv(std::string(kill_after_row->env).c_str());
+  auto* kill_after = add_run_options(*sub, *o, global);
+  sub->callback([o, kill_after, &global, &action] {
+    o->kill_after_given = kill_after_given(kill_after);
     action = [o, &global] { return run_run(*o, global); };
   });
 }

@@ -1,10 +1,10 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
-#include <ctime>
 
 #include "commands.hpp"
 #include "core/util/duration.hpp"
 #include "exit_codes.hpp"
+#include "option_table.hpp"
 
 namespace redlock::cli {
 
@@ -12,22 +12,8 @@ namespace {
 
 struct StatusOptions {
   std::string name;
+  std::size_t limit = 0;
 };
-
-std::string ttl_text(std::int64_t ttl_ms) {
-  if (ttl_ms == -1) return "no expiry";
-  if (ttl_ms < 0) return "-";
-  return format_duration(Millis(ttl_ms));
-}
-
-std::string wall_time(std::int64_t unix_ms) {
-  std::time_t t = static_cast<std::time_t>(unix_ms / 1000);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
 
 // One row of the server table, without the padding that an empty last column would leave at its end.
 void print_row(std::size_t width, const std::string& server, const std::string& state, const std::string& ttl,
@@ -67,7 +53,7 @@ void print_table(const StatusOptions& o, const StatusResult& r) {
   print_row(width, "SERVER", "STATE", "TTL", "VALUE");
   for (const auto& s : r.servers) {
     std::string value = s.value ? printable(*s.value) : s.error.empty() ? "" : s.error;
-    print_row(width, s.server, s.result, s.ok ? ttl_text(s.ttl_ms) : "-", value);
+    print_row(width, s.server, std::string(s.result_name()), s.ok ? ttl_text(s.ttl_ms) : "-", value);
   }
 }
 
@@ -75,7 +61,12 @@ int run_status(const StatusOptions& o, const GlobalOptions& global) {
   LockKeys keys = lock_keys(global, o.name);
   auto transport = connect_servers(global);
   Redlock redlock(*transport, request_timeout(global));
+  if (o.limit > 0) return run_semaphore_status(redlock, o.name, keys, o.limit, global);
   StatusResult r = redlock.status(keys);
+  // A semaphore leaves NAME's own key free: its stored limit tells it is one (read only then).
+  if (r.state == LockState::Free) {
+    if (auto limit = stored_limit(redlock, keys)) return run_semaphore_status(redlock, o.name, keys, *limit, global);
+  }
   verbose_servers(global, r.servers);
   const std::string unanswered = "no quorum: only " + servers_text(r.tally.yes, r.tally.total) + " answered";
 
@@ -109,12 +100,15 @@ int run_status(const StatusOptions& o, const GlobalOptions& global) {
   return r.state == LockState::Held ? exit_code::kOk : exit_code::kNotHeld;
 }
 
+const OptionRow<StatusOptions> kStatusOptions[] = {limit_row(&StatusOptions::limit)};
+
 }  // namespace
 
 void setup_status(CLI::App& app, const GlobalOptions& global, Action& action) {
   auto o = std::make_shared<StatusOptions>();
   auto* sub = app.add_subcommand("status", "show who holds the lock on each server");
   sub->add_option("NAME", o->name, "the lock's name")->required();
+  add_option_rows(*sub, *o, std::span<const OptionRow<StatusOptions>>(kStatusOptions), global);
   sub->callback([o, &global, &action] { action = [o, &global] { return run_status(*o, global); }; });
 }
 

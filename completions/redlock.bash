@@ -7,7 +7,8 @@
 # Options that take a value, and the kind of value: duration, file, signal, server, or none.
 _redlock_value_kind() {
     case $1 in
-        --timeout | --ttl | -w | --wait | --retry-delay | --renew | -k | --kill-after | --min-hold | --max-hold)
+        --timeout | --ttl | -w | --wait | --retry-delay | --renew | -k | --kill-after | --min-hold | --max-hold | \
+            --fence-ttl)
             echo duration ;;
         --password-file | --tls-ca | --tls-cert | --tls-key | --token-file | --report)
             echo file ;;
@@ -16,8 +17,10 @@ _redlock_value_kind() {
         -S | --servers)
             echo server ;;
         --user | --tls-server-name | --prefix | --token | --owner | --drift | -E | --conflict-exit-code | \
-            -c | --command | --lost-exit-code)
+            -c | --command | --lost-exit-code | --max-terms | --limit)
             echo other ;;
+        --until)
+            echo until ;;
         *)
             return 1 ;;
     esac
@@ -78,17 +81,18 @@ _redlock_main() {
 
     local global_opts="-S --servers --timeout --password-file --user --tls-ca --tls-cert --tls-key
         --tls-server-name --tls-insecure --json -v --verbose -q --quiet --prefix -h --help -V --version"
-    local commands="acquire extend release status run doctor completion"
+    local commands="acquire extend release status run elect doctor list watch completion"
     local acquire_opts="--ttl -n --nonblock -w --wait -E --conflict-exit-code --token --token-file
-        --retry-delay --drift --owner"
+        --retry-delay --drift --owner --limit --fence-ttl"
     local run_opts="$acquire_opts -c --command --renew --signal -k --kill-after --lost-exit-code --report
         --min-hold --max-hold"
+    local elect_opts="$run_opts --once --max-terms --observe"
 
-    # Find the command, how many words follow it, and where run's "--" is.
+    # Find the command, how many words follow it, and where run's (or elect's) "--" is.
     local i=1 word cmd= args=0 dashdash=0
     while ((i < cword)); do
         word=${words[i]}
-        if [[ $cmd == run && $word == -- ]]; then
+        if [[ ($cmd == run || $cmd == elect) && $word == -- ]]; then
             dashdash=$i
             break
         fi
@@ -112,7 +116,7 @@ _redlock_main() {
         i=$((i + 1))
     done
 
-    # run NAME -- CMD [ARG...]: a command name first, then whatever that command takes.
+    # run/elect NAME -- CMD [ARG...]: a command name first, then whatever that command takes.
     if ((dashdash > 0)); then
         if ((cword == dashdash + 1)); then
             mapfile -t COMPREPLY < <(compgen -c -- "$cur")
@@ -134,6 +138,8 @@ _redlock_main() {
             signal)
                 mapfile -t COMPREPLY < <(compgen -W "TERM INT HUP QUIT KILL USR1 USR2 ALRM CONT STOP ABRT PIPE
                     WINCH" -- "${cur^^}") ;;
+            until)
+                mapfile -t COMPREPLY < <(compgen -W "released free" -- "$cur") ;;
             server)
                 compopt -o nospace 2>/dev/null
                 mapfile -t COMPREPLY < <(compgen -W "redis:// rediss:// unix://" -- "$cur") ;;
@@ -146,14 +152,17 @@ _redlock_main() {
     local opts=$global_opts
     case $cmd in
         acquire) opts+=" $acquire_opts" ;;
-        extend) opts+=" --token --ttl" ;;
-        release) opts+=" --token --force" ;;
+        extend) opts+=" --token --ttl --limit" ;;
+        release) opts+=" --token --force --limit" ;;
+        status) opts+=" --limit" ;;
         run) opts+=" $run_opts" ;;
+        elect) opts+=" $elect_opts" ;;
         doctor) opts+=" --ttl" ;;
+        watch) opts+=" --until" ;;
     esac
 
     if [[ $cur == -* ]]; then
-        [[ $cmd == run && $args -ge 1 ]] && opts+=" --"
+        [[ ($cmd == run || $cmd == elect) && $args -ge 1 ]] && opts+=" --"
         mapfile -t COMPREPLY < <(compgen -W "$opts" -- "$cur")
     elif [[ -z $cmd ]]; then
         mapfile -t COMPREPLY < <(compgen -W "$commands" -- "$cur")

@@ -9,8 +9,10 @@ local fence = tonumber(ARGV[1])
 if not fence then
   return redis.error_reply('BADFENCE not a number: ' .. tostring(ARGV[1]))
 end
-local seen = tonumber(redis.call('GET', KEYS[2])) or 0
-if fence < seen then
+-- Fences are integers below 2^53, which a Lua number holds exactly; the message quotes the stored
+-- text, since Lua would print a number that large as 1.7e+15.
+local seen = redis.call('GET', KEYS[2]) or '0'
+if fence < (tonumber(seen) or 0) then
   return redis.error_reply('STALE fence ' .. ARGV[1] .. ' is older than ' .. seen)
 end
 redis.call('SET', KEYS[2], ARGV[1])

@@ -11,6 +11,8 @@
 #include "core/lock/scripts.hpp"
 #include "core/lock/token.hpp"
 #include "core/util/duration.hpp"
+#include "core/util/glob.hpp"
+#include "core/util/setting.hpp"
 
 namespace redlock {
 
@@ -216,6 +218,8 @@ enum Probe : std::size_t {
   kAcquire,
   kExtend,
   kStatus,
+  kList,
+  kScan,
   kFence,
   kRelease,
   kCleanup,
@@ -233,6 +237,10 @@ const char* probe_name(std::size_t k) {
       return "extend script";
     case kStatus:
       return "status script";
+    case kList:
+      return "list script";
+    case kScan:
+      return "SCAN (list)";
     case kFence:
       return "fence script";
     case kRelease:
@@ -255,19 +263,23 @@ std::vector<Request> probe_requests(const LockKeys& keys, const std::string& tok
   r[kConfigFsync] = Request::command({"CONFIG", "GET", "appendfsync"});
   // With an owner record and a channel, so that every key, command and channel the lock commands
   // touch is exercised: the owner key is written, the wake-up channel published on.
+  // The fencing counter it makes expires as soon as the lock does, should the clean-up be refused.
   r[kAcquire] = Request::eval(kAcquireScript, {keys.lock, keys.fence, keys.owner},
-                              {token, ttl_ms, "0 redlock doctor", keys.channel});
+                              {token, ttl_ms + " " + ttl_ms, "0 redlock doctor", keys.channel});
   // As `extend` without a TTL sends it: it reads the owner record and the lock's PTTL too.
-  r[kExtend] = Request::eval(kExtendScript, {keys.lock, keys.owner}, {token, ttl_ms, "1"});
+  r[kExtend] = Request::eval(kExtendScript, {keys.lock, keys.owner}, {token, ttl_ms, "1", keys.channel});
   r[kStatus] = Request::eval(kStatusScript, {keys.lock, keys.owner, keys.fence}, {});
+  // What `list` runs: its script, and SCAN under the prefix (the probe key's own name).
+  r[kList] = Request::eval(kListScript, {keys.lock, keys.owner, keys.fence}, {});
+  r[kScan] = Request::command({"SCAN", "0", "MATCH", glob_escape(keys.lock), "COUNT", "10"});
   // Proposing 0 reads the counter and never writes it.
-  r[kFence] = Request::eval(kFenceScript, {keys.fence}, {"0"});
+  r[kFence] = Request::eval(kFenceScript, {keys.fence}, {"0", ttl_ms});
   r[kRelease] = Request::eval(kReleaseScript, {keys.lock, keys.owner}, {token, keys.channel, "0", "released"});
   // All sent as EVAL, which redlock uses after a NOSCRIPT and for what it does not wait for: the
   // probes depend on their order, and the EVAL that answers a NOSCRIPT would go at the end of
   // the pipeline, after the clean-up and the look for what is left.
-  for (std::size_t k : {kAcquire, kExtend, kStatus, kFence, kRelease}) r[k].with_body = true;
-  // The fencing counter outlives a release by design (fences never go back); this key is thrown
+  for (std::size_t k : {kAcquire, kExtend, kStatus, kList, kFence, kRelease}) r[k].with_body = true;
+  // The fencing counter outlives a release by design (it expires only unused); this key is thrown
   // away, so its counter goes too, if taking the lock made one.
   r[kCleanup] = Request::command({"DEL", keys.fence});
   // A script refused half-way has done what came before the refusal: look for what is left. As
@@ -298,6 +310,46 @@ void read_probe(ServerFacts& f, const Batch& batch, std::size_t i) {
   f.probe_key_left = left.ok() && left.reply.type == Reply::Type::Array && left.reply.elements.size() == 5 &&
                      (left.reply.elements[0].str != "none" || left.reply.elements[3].type == Reply::Type::String ||
                       left.reply.elements[4].as_integer().value_or(0) != 0);
+}
+
+// One SCAN answer: {next cursor, keys}. Counts the fencing counters under PREFIX among the keys.
+void read_scan(ServerFacts& f, const Result& r, const std::string& prefix, std::string& cursor) {
+  const bool shaped = r.ok() && r.reply.type == Reply::Type::Array && r.reply.elements.size() == 2 &&
+                      r.reply.elements[1].type == Reply::Type::Array;
+  if (!shaped) {
+    f.fence_scan_error = r.ok() ? "unexpected reply to SCAN" : failure_text(r);
+    f.fence_keys.reset();
+    return;
+  }
+  for (const Reply& key : r.reply.elements[1].elements) {
+    if (fence_key_under(key.str, prefix)) ++*f.fence_keys;
+  }
+  cursor = r.reply.elements[0].str;
+  f.fence_scan_complete = cursor == "0";
+}
+
+// SCANs every server in ASK at once, round after round, until each one's cursor comes back to 0,
+// within kFenceScanRounds rounds and kFenceScanBudget (what is counted by then is a lower bound).
+void count_fences(Network& network, std::vector<bool> ask, const std::string& prefix, std::vector<ServerFacts>& facts) {
+  const std::string pattern = fence_key_pattern(prefix);
+  std::vector<std::string> cursors(facts.size(), "0");
+  for (std::size_t i = 0; i < facts.size(); ++i) {
+    if (ask[i]) facts[i].fence_keys = 0;
+  }
+  const TimePoint until = network.now() + kFenceScanBudget;
+  for (int round = 0; round < kFenceScanRounds && network.now() < until; ++round) {
+    if (std::find(ask.begin(), ask.end(), true) == ask.end()) return;
+    Batch scan(network, ask, [&](std::size_t i) {
+      return std::vector<Request>{
+          Request::command({"SCAN", cursors[i], "MATCH", pattern, "COUNT", std::to_string(kFenceScanCount)})};
+    });
+    scan.wait();
+    for (std::size_t i = 0; i < facts.size(); ++i) {
+      if (!ask[i]) continue;
+      read_scan(facts[i], *scan.result(i, 0), prefix, cursors[i]);
+      ask[i] = facts[i].fence_keys && !facts[i].fence_scan_complete;
+    }
+  }
 }
 
 template <typename Note>
@@ -578,8 +630,8 @@ Check check_clock(const std::vector<ServerFacts>& servers, const std::optional<C
     if (askable(f) && !f.clock)
       c.notes.push_back({i, Verdict::Unknown, "TIME refused or failed (" + f.clock_error + ")"});
   }
-  const std::string budget =
-      "the drift allowance for --ttl " + format_duration(options.ttl) + " is " + ms_text(allowance);
+  const std::string budget = "the drift allowance for " + setting_name(Setting::Ttl) + " " +
+                             format_duration(options.ttl) + " is " + ms_text(allowance);
   if (!skew) {
     c.verdict = worst_of(c.notes);
     c.summary = c.verdict == Verdict::Ok ? "fewer than two clocks to compare" : "fewer than two clocks answered";
@@ -619,7 +671,9 @@ Check check_uptime(const std::vector<ServerFacts>& servers, const DoctorOptions&
     if (std::chrono::seconds(*f.uptime_s) >= options.ttl) continue;
     // A server that keeps every write on disk came back with its locks.
     if (f.aof == true && f.appendfsync == "always") continue;
-    c.notes.push_back({i, Verdict::Warn, "up for " + std::to_string(*f.uptime_s) + "s, less than --ttl " + ttl});
+    c.notes.push_back(
+        {i, Verdict::Warn,
+         "up for " + std::to_string(*f.uptime_s) + "s, less than " + setting_name(Setting::Ttl) + " " + ttl});
   }
   c.verdict = worst_of(c.notes);
   switch (c.verdict) {
@@ -659,8 +713,8 @@ Check check_acl(const std::vector<ServerFacts>& servers, const std::string& prob
     if (f.probe_key_left) {
       c.notes.push_back({i, Verdict::Warn,
                          "the probe could not delete all its keys: the lock expires within " +
-                             format_duration(kProbeTtl) + ", the fencing counter " + derive_keys(probe_key).fence +
-                             " stays until deleted"});
+                             format_duration(kProbeTtl) + ", and so does the fencing counter " +
+                             derive_keys(probe_key).fence + " unless TIME is refused"});
     }
   }
   c.verdict = worst_of(c.notes);
@@ -679,9 +733,63 @@ Check check_acl(const std::vector<ServerFacts>& servers, const std::string& prob
       c.summary = "the ACL refuses what redlock needs on " +
                   plural(count_notes(c.notes, Verdict::Fail), "server", "servers") + " (" + where + ")";
       c.advice =
-          "The lock's user needs EVALSHA and EVAL; GET, SET, PEXPIRE, PTTL, TYPE, DEL, PUBLISH and PUBSUB "
-          "(called by the scripts); SUBSCRIBE; on the keys KEY, {KEY}:redlock:fence and "
+          "The lock's user needs EVALSHA and EVAL; GET, SET, INCR, PEXPIRE, PTTL, TYPE, DEL, TIME, PUBLISH "
+          "and PUBSUB (called by the scripts); SUBSCRIBE; SCAN for list; on the keys KEY, {KEY}:redlock:fence and "
           "{KEY}:redlock:owner and the channel {KEY}:redlock:wake, for KEY = prefix + NAME.";
+  }
+  return c;
+}
+
+std::string fence_key_pattern(const std::string& prefix) {
+  std::string escaped;
+  for (char ch : prefix) {
+    if (ch == '*' || ch == '?' || ch == '[' || ch == ']' || ch == '\\') escaped += '\\';
+    escaped += ch;
+  }
+  // "{PREFIX…}:redlock:fence" and "PREFIX…{tag}…:redlock:fence" alike; fence_key_under sorts them out.
+  return (escaped.empty() ? "*" : "*" + escaped + "*") + ":redlock:fence";
+}
+
+bool fence_key_under(std::string_view key, std::string_view prefix) {
+  constexpr std::string_view kSuffix = ":redlock:fence";
+  if (key.size() < kSuffix.size() || key.substr(key.size() - kSuffix.size()) != kSuffix) return false;
+  return key.starts_with(prefix) || (key.starts_with("{") && key.substr(1).starts_with(prefix));
+}
+
+Check check_fences(const std::vector<ServerFacts>& servers, const std::string& prefix) {
+  Check c;
+  c.name = "fences";
+  std::optional<std::size_t> most;
+  bool complete = true;
+  for (std::size_t i = 0; i < servers.size(); ++i) {
+    const ServerFacts& f = servers[i];
+    if (!askable(f)) continue;
+    if (f.clock_error.find("NOPERM") != std::string::npos) {
+      c.notes.push_back({i, Verdict::Warn, "TIME refused: fencing counters never expire here"});
+    }
+    if (!f.fence_keys) {
+      c.notes.push_back({i, Verdict::Unknown, "not counted (" + f.fence_scan_error + ")"});
+      continue;
+    }
+    most = std::max(most.value_or(0), *f.fence_keys);
+    complete = complete && f.fence_scan_complete;
+  }
+  c.verdict = worst_of(c.notes);
+  if (count_askable(servers) == 0) {
+    c.verdict = Verdict::Unknown;
+    c.summary = kNobodyToAsk;
+  } else if (!most) {
+    c.verdict = worst(c.verdict, Verdict::Unknown);
+    c.summary = "the fencing counters could not be counted anywhere (SCAN refused or failed)";
+  } else {
+    c.summary = std::string(complete ? "" : "at least ") + plural(*most, "fencing counter", "fencing counters") +
+                " under the prefix '" + prefix + "' (the most on one server, one per NAME); each expires after " +
+                "--fence-ttl (30d) without an acquisition";
+  }
+  if (c.verdict == Verdict::Warn) {
+    c.advice =
+        "A counter is only given an expiry where the lock's user may run TIME (its clock is where a "
+        "counter that expired starts again). Allow it: ACL SETUSER ... +time.";
   }
   return c;
 }
@@ -712,12 +820,12 @@ Check check_latency(const std::vector<ServerFacts>& servers, const DoctorOptions
   }
   c.verdict = worst_of(c.notes);
   c.summary = "slowest round trip " + ms_text(slowest) + ", first request (connect included) " +
-              ms_text(slowest_first) + "; " + (c.verdict == Verdict::Ok ? "under" : "above") + " half of --timeout " +
-              format_duration(options.timeout);
+              ms_text(slowest_first) + "; " + (c.verdict == Verdict::Ok ? "under" : "above") + " half of " +
+              setting_name(Setting::Timeout) + " " + format_duration(options.timeout);
   if (c.verdict != Verdict::Ok) {
-    c.advice =
-        "A server that takes longer than --timeout to answer counts as failed, and every invocation "
-        "connects anew. Raise --timeout (per request, connect included) or use servers closer by.";
+    c.advice = "A server that takes longer than " + setting_name(Setting::Timeout) +
+               " to answer counts as failed, and every invocation connects anew. Raise " +
+               setting_name(Setting::Timeout) + " (per request, connect included) or use servers closer by.";
   }
   return c;
 }
@@ -731,9 +839,10 @@ DoctorReport assess(std::vector<ServerFacts> facts, const DoctorOptions& options
 
   const auto& s = report.servers;
   report.checks = {
-      check_reachable(s),       check_fault_tolerance(s.size()), check_master(s),
-      check_distinct(s),        check_persistence(s, options),   check_clock(s, report.skew, options),
-      check_uptime(s, options), check_acl(s, options.probe_key), check_latency(s, options),
+      check_reachable(s),        check_fault_tolerance(s.size()), check_master(s),
+      check_distinct(s),         check_persistence(s, options),   check_clock(s, report.skew, options),
+      check_uptime(s, options),  check_acl(s, options.probe_key), check_fences(s, options.prefix),
+      check_latency(s, options),
   };
   report.reachable.total = s.size();
   const std::vector<bool> votes = voters(s);
@@ -803,6 +912,7 @@ DoctorReport run_doctor(Network& network, const DoctorOptions& options) {
     read_appendfsync(f, *probe.result(i, kConfigFsync));
     read_probe(f, probe, i);
   }
+  count_fences(network, ask, options.prefix, facts);
   return assess(std::move(facts), options);
 }
 

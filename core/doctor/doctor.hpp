@@ -79,6 +79,11 @@ struct ServerFacts {
   std::string probe_error;  // why the probe did not finish (timeout, connection lost)
   std::vector<std::string> denied;
   bool probe_key_left = false;  // the probe's lock, owner record or fencing counter is still there
+
+  // The fencing counters under the prefix (SCAN); a lower bound unless the scan was complete.
+  std::optional<std::size_t> fence_keys;
+  bool fence_scan_complete = false;
+  std::string fence_scan_error;  // why they could not be counted
 };
 
 // One server's line under a check.
@@ -89,7 +94,7 @@ struct ServerNote {
 };
 
 struct Check {
-  // reachable, fault-tolerance, master, distinct, persistence, clock, uptime, acl, latency
+  // reachable, fault-tolerance, master, distinct, persistence, clock, uptime, acl, fences, latency
   std::string name;
   Verdict verdict = Verdict::Ok;
   std::string summary;
@@ -102,6 +107,7 @@ struct DoctorOptions {
   Duration timeout = std::chrono::milliseconds(100);
   double drift = 0.01;
   std::string probe_key;  // a throw-away lock key; see doctor_probe_key()
+  std::string prefix;     // --prefix: whose fencing counters are counted
 };
 
 struct DoctorReport {
@@ -112,6 +118,12 @@ struct DoctorReport {
   bool no_quorum = false;
   Verdict verdict = Verdict::Ok;
 };
+
+// The bounds of the count of fencing counters: SCAN rounds of COUNT kFenceScanCount (so at most
+// kFenceScanRounds × kFenceScanCount keys looked at per server), and no new round after the budget.
+inline constexpr int kFenceScanRounds = 100;
+inline constexpr int kFenceScanCount = 1000;
+inline constexpr Duration kFenceScanBudget = std::chrono::seconds(2);
 
 // The checks, each a pure function of the facts.
 Check check_reachable(const std::vector<ServerFacts>& servers);
@@ -125,13 +137,24 @@ Check check_clock(const std::vector<ServerFacts>& servers, const std::optional<C
                   const DoctorOptions& options);
 Check check_uptime(const std::vector<ServerFacts>& servers, const DoctorOptions& options);
 Check check_acl(const std::vector<ServerFacts>& servers, const std::string& probe_key);
+// How many fencing counters there are under the prefix, one per NAME locked within its expiry; a
+// warning where TIME is refused, since counters never expire there.
+Check check_fences(const std::vector<ServerFacts>& servers, const std::string& prefix);
 Check check_latency(const std::vector<ServerFacts>& servers, const DoctorOptions& options);
+
+// The SCAN pattern that finds the fencing counters of the locks under PREFIX (and perhaps more:
+// see fence_key_under), PREFIX's glob characters escaped.
+std::string fence_key_pattern(const std::string& prefix);
+// Whether KEY is the fencing counter of a lock whose key starts with PREFIX ("{KEY}:redlock:fence",
+// or "KEY:redlock:fence" for a KEY with a hash tag of its own).
+bool fence_key_under(std::string_view key, std::string_view prefix);
 
 // Every check over FACTS, and the overall verdict.
 DoctorReport assess(std::vector<ServerFacts> facts, const DoctorOptions& options);
 
 // Asks every server (each request bounded by the transport's per-request deadline; a server that
-// fails the first request is asked nothing more) and assesses the answers. Never throws for a
+// fails the first request is asked nothing more; the count of fencing counters by at most
+// kFenceScanRounds rounds of SCAN and kFenceScanBudget) and assesses the answers. Never throws for a
 // server's failure. The ACL probe takes and releases OPTIONS.probe_key and leaves no key behind.
 DoctorReport run_doctor(Network& network, const DoctorOptions& options);
 

@@ -8,6 +8,7 @@
 //   half-quorum   N/2 votes make a "quorum" (two holders can each get one)
 //   inherit-any-token  inside a run's command, REDLOCK_TOKEN stands in for --token of every lock,
 //                 so sibling workers that take a second lock re-enter each other's
+//   semaphore-extra-slot  a semaphore has one slot more than its --limit: K + 1 holders at once
 // Only faults.cpp differs between the two binaries: in the real one, enabled() returns false
 // without looking at the environment.
 #pragma once

@@ -3,21 +3,47 @@
 // so they would live in the same cluster slot, and never change the lock key itself.
 #pragma once
 
+#include <cstddef>
+#include <optional>
 #include <string>
+#include <vector>
 
 namespace redlock {
 
 struct LockKeys {
   std::string lock;     // KEY: value = token, PX expiry
-  std::string fence;    // the fencing counter: never expires
+  std::string fence;    // the fencing counter: expires after --fence-ttl without an acquisition
   std::string owner;    // who holds it and since when: same expiry as the lock
   std::string channel;  // wake-up messages on release and acquisition
 };
 
 LockKeys derive_keys(const std::string& key);
 
-// Whether KEY ends as a helper key does (":redlock:fence", ":redlock:owner", ":redlock:wake"): a
-// lock of that name could be another lock's helper key, and be overwritten by its owner record.
+// The keys of a semaphore over KEY (`--limit`): its limit, stored beside it, and its slots, each
+// an ordinary lock of its own (its own fence and owner record) whose wake-up channel is KEY's, so
+// that any slot's release wakes every waiter. They share KEY's hash tag, and a lock name cannot be
+// one of them (is_helper_key).
+struct SemaphoreKeys {
+  std::string key;              // KEY itself: never written
+  std::string channel;          // KEY's wake-up channel
+  std::string limit;            // {KEY}:redlock:limit: the limit, a string that never expires
+  std::vector<LockKeys> slots;  // {KEY}:redlock:slot:0 … :slot:LIMIT-1
+};
+
+SemaphoreKeys derive_semaphore_keys(const std::string& key, std::size_t limit);
+
+// Whether KEY ends as a helper key does (":redlock:fence", ":redlock:owner", ":redlock:wake",
+// ":redlock:limit", ":redlock:slot:" and digits): a lock of that name could be another lock's helper
+// key or a semaphore's slot, and be overwritten by its owner record or share its holders.
 bool is_helper_key(const std::string& key);
+
+// The lock a helper key belongs to: KEY is "{LOCK}:redlock:WORD" (or "LOCK:redlock:WORD" for a
+// LOCK with a hash tag of its own), as derive_keys makes them, for any lower-case WORD (helpers
+// added later too). "{NAME}" and "NAME" share their helper keys: the lock is then the unbraced one.
+struct HelperKey {
+  std::string lock;
+  std::string word;  // fence, owner, …
+};
+std::optional<HelperKey> helper_of(const std::string& key);
 
 }  // namespace redlock

@@ -37,7 +37,6 @@ struct Tally {
   std::size_t failed = 0;  // did not answer usefully (timeout, error)
 
   std::size_t needed() const { return quorum_size(total); }
-  std::size_t answered() const { return yes + no; }
   std::size_t pending() const { return total - yes - no - failed; }
   bool won() const { return yes >= needed(); }
   // The quorum can no longer be reached, whatever the servers still out will say.

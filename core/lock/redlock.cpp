@@ -9,6 +9,7 @@
 #include "core/lock/scripts.hpp"
 #include "core/lock/token.hpp"
 #include "core/lock/wait_plan.hpp"
+#include "core/lock/wakeups.hpp"
 #include "core/util/duration.hpp"
 #include "core/util/error.hpp"
 #include "core/util/text.hpp"
@@ -23,24 +24,26 @@ ServerReport failure_report(const Network& network, std::size_t server, const st
   rep.role = network.role(server);
   if (!r) return rep;  // not waited for: still out when the outcome was known
   rep.latency = r->latency;
-  rep.result = r->failure == Failure::Reply ? "error" : std::string(failure_name(r->failure));
+  rep.result = Answer::Failed;
+  rep.failure = r->failure;
   rep.error = r->error;
   return rep;
 }
 
-ServerReport answer_report(const Network& network, std::size_t server, const Result& r, std::string result, bool ok) {
+ServerReport answer_report(const Network& network, std::size_t server, const Result& r, Answer result, bool ok) {
   ServerReport rep;
   rep.server = network.describe(server);
   rep.role = network.role(server);
   rep.latency = r.latency;
-  rep.result = std::move(result);
+  rep.result = result;
   rep.ok = ok;
   return rep;
 }
 
 // A reply that is not what our script returns: the server is not what we think it is.
 ServerReport unexpected_report(const Network& network, std::size_t server, const Result& r) {
-  ServerReport rep = answer_report(network, server, r, "protocol", false);
+  ServerReport rep = answer_report(network, server, r, Answer::Failed, false);
+  rep.failure = Failure::Protocol;
   rep.error = "unexpected reply to a redlock script";
   return rep;
 }
@@ -79,11 +82,11 @@ Vote read_vote(const Network& network, std::size_t server, const std::optional<R
   if (reply.elements.size() > 5 && reply.elements[5].type == Reply::Type::String) v.record = reply.elements[5].str;
   if (*state == 1 || *state == 2) {
     v.kind = Vote::Kind::Yes;
-    v.report = answer_report(network, server, *r, *state == 1 ? "locked" : "reacquired", true);
+    v.report = answer_report(network, server, *r, *state == 1 ? Answer::Locked : Answer::Reacquired, true);
   } else {
     v.kind = Vote::Kind::No;
     bool foreign = reply.elements[3].str != "string";
-    v.report = answer_report(network, server, *r, foreign ? "foreign" : "busy", false);
+    v.report = answer_report(network, server, *r, foreign ? Answer::Foreign : Answer::Busy, false);
     if (foreign) v.report.error = "held as a Redis " + reply.elements[3].str + " by another kind of client";
   }
   return v;
@@ -225,7 +228,7 @@ bool unsure_whether_run(Failure f) {
 // NOSCRIPT that nobody reads (a server restarted empty, the likeliest to lag behind) would leave
 // that server's counter behind for the next holder. The script is a few hundred bytes.
 Request fence_request(const LockSpec& spec, const std::string& fence) {
-  Request r = Request::eval(kFenceScript, {spec.keys.fence}, {fence});
+  Request r = Request::eval(kFenceScript, {spec.keys.fence}, {fence, ms_count(spec.fence_ttl)});
   r.with_body = true;
   return r;
 }
@@ -235,14 +238,15 @@ Request fence_request(const LockSpec& spec, const std::string& fence) {
 // script refused do not, and when they alone leave no quorum, waiting cannot help.
 bool may_recover(const AcquireResult& res) {
   auto hopeless = std::count_if(res.servers.begin(), res.servers.end(), [](const ServerReport& s) {
-    if (s.result == "error") {
+    if (s.failed(Failure::Reply)) {
       for (std::string_view transient : {"LOADING", "BUSY", "MASTERDOWN", "TRYAGAIN"}) {
         if (s.error.rfind(transient, 0) == 0) return false;
       }
       return true;
     }
     // A replica never votes.
-    return s.result == "auth" || s.result == "tls" || s.result == "protocol" || s.result == "replica";
+    return s.failed(Failure::Auth) || s.failed(Failure::Tls) || s.failed(Failure::Protocol) ||
+           s.failed(Failure::Replica);
   });
   return res.servers.size() - static_cast<std::size_t>(hopeless) >= quorum_size(res.servers.size());
 }
@@ -280,13 +284,14 @@ ReleaseResult release_result(const Network& network, const Round& round, bool fo
     if (kind == Vote::Kind::Failed) {
       res.servers.push_back(r && r->ok() ? unexpected_report(network, i, *r) : failure_report(network, i, r));
     } else if (force && left_alone(*r)) {
-      res.servers.push_back(answer_report(network, i, *r, "foreign", false));
+      res.servers.push_back(answer_report(network, i, *r, Answer::Foreign, false));
       res.servers.back().error = "not a lock, left alone";
       found += (found.empty() ? "" : ", ") + res.servers.back().server;
     } else {
       bool deleted = kind == Vote::Kind::Yes;
       res.deleted += deleted ? 1 : 0;
-      res.servers.push_back(answer_report(network, i, *r, deleted ? "released" : "not_held", deleted || force));
+      res.servers.push_back(
+          answer_report(network, i, *r, deleted ? Answer::Released : Answer::NotHeld, deleted || force));
     }
   }
   res.not_a_lock = !found.empty();
@@ -299,6 +304,35 @@ ReleaseResult release_result(const Network& network, const Round& round, bool fo
     res.message = no_quorum_message(network, res.tally, round.results());
   } else if (!res.released) {
     res.message = not_held_message(not_held_counts(network, res.tally, round.results(), "deleted", res.deleted));
+  }
+  return res;
+}
+
+// Only the shape of an acquire answer matters for counting; read_vote tells the details.
+Vote::Kind classify_acquire(const Result& r) {
+  if (!r.ok() || r.reply.type != Reply::Type::Array || r.reply.elements.empty()) return Vote::Kind::Failed;
+  auto state = r.reply.elements[0].as_integer();
+  if (!state) return Vote::Kind::Failed;
+  return *state > 0 ? Vote::Kind::Yes : Vote::Kind::No;
+}
+
+// The round trips of the answers that say how fast the servers answer now: busy ones included.
+std::vector<std::optional<Duration>> answer_latencies(const std::vector<ServerReport>& servers) {
+  std::vector<std::optional<Duration>> out;
+  for (const auto& s : servers) {
+    if (s.ok || s.result == Answer::Busy || s.result == Answer::Foreign) out.push_back(s.latency);
+  }
+  return out;
+}
+
+// A wait that ended (interrupted, or at its deadline) with RES as its last attempt.
+AcquireResult end_of_wait(AcquireResult res, bool interrupted, bool short_of_quorum) {
+  if (interrupted) {
+    res.outcome = AcquireOutcome::Interrupted;
+  } else if (short_of_quorum) {
+    res.message += "; still no quorum when the wait ended after " + format_duration(res.elapsed);
+  } else {
+    res.outcome = AcquireOutcome::TimedOut;
   }
   return res;
 }
@@ -402,6 +436,40 @@ std::optional<std::int64_t> Redlock::write_fence(const LockSpec& spec, std::int6
   return std::nullopt;
 }
 
+std::string_view ServerReport::result_name() const {
+  switch (result) {
+    case Answer::NotWaitedFor:
+      return "not_waited_for";
+    case Answer::Locked:
+      return "locked";
+    case Answer::Reacquired:
+      return "reacquired";
+    case Answer::Busy:
+      return "busy";
+    case Answer::Foreign:
+      return "foreign";
+    case Answer::Extended:
+      return "extended";
+    case Answer::Healed:
+      return "healed";
+    case Answer::Released:
+      return "released";
+    case Answer::NotHeld:
+      return "not_held";
+    case Answer::Held:
+      return "held";
+    case Answer::Free:
+      return "free";
+    case Answer::Listed:
+      return "listed";
+    case Answer::Probed:
+      return "ok";
+    case Answer::Failed:
+      break;
+  }
+  return failure == Failure::Reply ? "error" : failure_name(failure);
+}
+
 std::string_view outcome_name(AcquireOutcome o) {
   switch (o) {
     case AcquireOutcome::Acquired:
@@ -440,25 +508,30 @@ void check_duplicates(const std::vector<std::optional<Result>>& results) {
   }
 }
 
+struct Redlock::Votes {
+  // Per server: took the lock; may hold it (took it, or its answer is still out or unreadable:
+  // the request may yet run there). Those that said busy or refused cannot hold our token.
+  std::vector<bool> holds, may_hold;
+  std::vector<std::int64_t> counters;  // the fencing counters of those that took it
+  std::vector<std::int64_t> busy_pttl;
+  std::vector<std::optional<std::string>> busy_records;
+  std::size_t free_now = 0;  // took it, or found no key at all
+  bool duplicate = false;    // a server turned out to be another configured one
+  Duration took{};           // from the round's start to its decision
+};
+
 AcquireResult Redlock::attempt(const LockSpec& spec) {
-  const std::string ttl_ms = ms_count(spec.ttl);
   const std::string owner = owner_record(spec.owner, spec.ttl);
+  // Both expiries in one argument: see acquire.lua.
+  const std::string ttls = ms_count(spec.ttl) + " " + ms_count(spec.fence_ttl);
   Round round(network_, [&](std::size_t) {
     return Request::eval(kAcquireScript, {spec.keys.lock, spec.keys.fence, spec.keys.owner},
-                         {spec.token, ttl_ms, owner, spec.keys.channel});
+                         {spec.token, ttls, owner, spec.keys.channel});
   });
-  const std::size_t n = network_.size();
-  auto classify = [](const Result& r) {
-    // Only the shape matters for counting; read_vote tells the details.
-    if (!r.ok() || r.reply.type != Reply::Type::Array || r.reply.elements.empty()) return Vote::Kind::Failed;
-    auto state = r.reply.elements[0].as_integer();
-    if (!state) return Vote::Kind::Failed;
-    return *state > 0 ? Vote::Kind::Yes : Vote::Kind::No;
-  };
   Tally tally;
   network_.run_until(
       [&] {
-        tally = count(round.results(), classify);
+        tally = count(round.results(), classify_acquire);
         return tally.decided();
       },
       kNever);
@@ -469,90 +542,97 @@ AcquireResult Redlock::attempt(const LockSpec& spec) {
   res.token = spec.token;
   res.ttl = spec.ttl;
   // Reported as every answer in by now (settle may have heard more than the deciding quorum).
-  res.tally = count(round.results(), classify);
-  TimePoint decided_at = network_.now();
-  Duration valid = validity(spec.ttl, decided_at - round.started(), spec.drift);
+  res.tally = count(round.results(), classify_acquire);
+  const Duration took = network_.now() - round.started();
+  Votes votes = read_votes(round, res);
+  votes.took = took;
+  if (tally.won() && validity(spec.ttl, took, spec.drift) > spec.min_validity && !votes.duplicate) {
+    res.owner_record = owner;
+    return finish_won(spec, round, tally, votes, std::move(res));
+  }
+  release_taken(spec, votes.holds, votes.may_hold);
+  if (votes.duplicate) check_duplicates(round.results());
+  finish_lost(spec, round, tally, votes, res);
+  return res;
+}
 
-  // What each server needs after a failed attempt: those that took the lock, and those whose answer
-  // is still out (or timed out: the request may yet run there) get a release; those that said busy
-  // or refused the request cannot hold our token.
-  std::vector<bool> holds(n, false);
-  std::vector<bool> may_hold(n, false);
-  std::vector<std::int64_t> busy_pttl;
-  std::vector<std::int64_t> counters;  // of the servers that took it
-  std::vector<std::optional<std::string>> busy_records;
-  std::size_t free_now = 0;
+Redlock::Votes Redlock::read_votes(const Round& round, AcquireResult& res) const {
+  const std::size_t n = network_.size();
+  Votes votes;
+  votes.holds.assign(n, false);
+  votes.may_hold.assign(n, false);
   for (std::size_t i = 0; i < n; ++i) {
     const auto& result = round.results()[i];
     Vote v = read_vote(network_, i, result);
     if (v.kind == Vote::Kind::Yes) {
-      holds[i] = true;
-      ++free_now;
-      counters.push_back(v.counter);
+      votes.holds[i] = true;
+      ++votes.free_now;
+      votes.counters.push_back(v.counter);
     } else if (v.kind == Vote::Kind::No) {
-      if (v.pttl == -2) ++free_now;
-      busy_pttl.push_back(v.pttl);
-      busy_records.push_back(v.record);
+      if (v.pttl == -2) ++votes.free_now;
+      votes.busy_pttl.push_back(v.pttl);
+      votes.busy_records.push_back(v.record);
       res.holder_announces = res.holder_announces || v.announces;
     }
-    // A reply we could not read, or a failure after which the script may have run, may hold too.
-    may_hold[i] = v.kind == Vote::Kind::Yes || !result ||
-                  (v.kind == Vote::Kind::Failed && (result->ok() || unsure_whether_run(result->failure)));
+    votes.may_hold[i] = v.kind == Vote::Kind::Yes || !result ||
+                        (v.kind == Vote::Kind::Failed && (result->ok() || unsure_whether_run(result->failure)));
+    votes.duplicate =
+        votes.duplicate || (result && (result->failure == Failure::Duplicate || result->failure == Failure::Config));
     res.servers.push_back(std::move(v.report));
   }
-  bool duplicate = std::any_of(round.results().begin(), round.results().end(), [](const auto& r) {
-    return r && (r->failure == Failure::Duplicate || r->failure == Failure::Config);
-  });
+  return votes;
+}
 
-  if (tally.won() && valid > spec.min_validity && !duplicate) {
-    res.owner_record = owner;
-    TimePoint valid_until = round.started() + spec.ttl - drift_allowance(spec.ttl, spec.drift);
-    if (faults::enabled("no-validity")) valid_until = kNever;
-    std::optional<std::int64_t> fence = agreed_fence(counters, tally.needed());
-    std::string duplicate_error;
-    if (fence) {
-      spread_fence(spec, *fence, round.results());
-    } else {
-      fence = write_fence(spec, *std::max_element(counters.begin(), counters.end()), valid_until, duplicate_error);
-    }
-    TimePoint now = network_.now();
-    if (fence && valid_until - now > spec.min_validity && duplicate_error.empty()) {
-      res.outcome = AcquireOutcome::Acquired;
-      res.fence = *fence;
-      res.taken_at = decided_at;
-      res.valid_until = valid_until;
-      res.validity = valid_until - now;
-      return res;
-    }
-    release_taken(spec, holds, may_hold);
-    if (!duplicate_error.empty()) config_error(duplicate_error);
-    res.outcome = AcquireOutcome::NoQuorum;
-    res.message = fence ? too_little_validity(valid_until - now, spec.min_validity)
-                        : "the fencing token could not be stored on a quorum within the validity";
+AcquireResult Redlock::finish_won(const LockSpec& spec, const Round& round, const Tally& tally, const Votes& votes,
+                                  AcquireResult res) {
+  const TimePoint decided_at = network_.now();
+  TimePoint valid_until = round.started() + spec.ttl - drift_allowance(spec.ttl, spec.drift);
+  if (faults::enabled("no-validity")) valid_until = kNever;
+  std::optional<std::int64_t> fence = agreed_fence(votes.counters, tally.needed());
+  std::string duplicate_error;
+  if (fence) {
+    spread_fence(spec, *fence, round.results());
+  } else {
+    const std::int64_t highest = *std::max_element(votes.counters.begin(), votes.counters.end());
+    fence = write_fence(spec, highest, valid_until, duplicate_error);
+  }
+  const TimePoint now = network_.now();
+  if (fence && valid_until - now > spec.min_validity && duplicate_error.empty()) {
+    res.outcome = AcquireOutcome::Acquired;
+    res.fence = *fence;
+    res.taken_at = decided_at;
+    res.valid_until = valid_until;
+    res.validity = valid_until - now;
     return res;
   }
+  release_taken(spec, votes.holds, votes.may_hold);
+  if (!duplicate_error.empty()) config_error(duplicate_error);
+  res.outcome = AcquireOutcome::NoQuorum;
+  res.message = fence ? too_little_validity(valid_until - now, spec.min_validity)
+                      : "the fencing token could not be stored on a quorum within the validity";
+  return res;
+}
 
-  release_taken(spec, holds, may_hold);
-  if (duplicate) check_duplicates(round.results());
+void Redlock::finish_lost(const LockSpec& spec, const Round& round, const Tally& tally, const Votes& votes,
+                          AcquireResult& res) const {
+  const Duration took = votes.took;
+  const Duration valid = validity(spec.ttl, took, spec.drift);
   if (tally.won() && valid > Duration::zero()) {
     res.outcome = AcquireOutcome::NoQuorum;
     res.message = too_little_validity(valid, spec.min_validity);
   } else if (tally.won()) {
     res.outcome = AcquireOutcome::NoQuorum;
-    res.message =
-        "a quorum answered only after the lock's validity had run out (" +
-        std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(decided_at - round.started()).count()) +
-        "ms for a TTL of " + ttl_ms + "ms)";
+    res.message = "a quorum answered only after the lock's validity had run out (" + ms_text(took) + " for a TTL of " +
+                  ms_text(spec.ttl) + ")";
   } else if (tally.unreachable()) {
     res.outcome = AcquireOutcome::NoQuorum;
     res.message = no_quorum_message(network_, tally, round.results());
   } else {
     res.outcome = AcquireOutcome::Busy;
-    res.holder_free_in = quorum_free_in(n, free_now, busy_pttl);
-    res.holder = busy_holder(busy_records, res.holder_free_in);
+    res.holder_free_in = quorum_free_in(network_.size(), votes.free_now, votes.busy_pttl);
+    res.holder = busy_holder(votes.busy_records, res.holder_free_in);
     res.message = busy_message(*res.holder, res.tally);
   }
-  return res;
 }
 
 void Redlock::release_taken(const LockSpec& spec, const std::vector<bool>& holds, const std::vector<bool>& may_hold) {
@@ -576,120 +656,42 @@ void Redlock::release_taken(const LockSpec& spec, const std::vector<bool>& holds
 }
 
 AcquireResult Redlock::acquire(const LockSpec& spec, const WaitOptions& wait) {
+  return acquire_with(spec.keys.channel, spec.ttl, wait, [&] { return attempt(spec); });
+}
+
+AcquireResult Redlock::acquire_with(const std::string& channel, Duration ttl, const WaitOptions& wait,
+                                    const std::function<AcquireResult()>& attempt, bool many_holders) {
   const TimePoint begin = network_.now();
-  const std::size_t n = network_.size();
-  // Wake-ups are reliable when our subscriptions overlap every quorum that could release.
-  const std::size_t reliable = n - quorum_size(n) + 1;
-
-  struct Wake {
-    bool active = true;
-    bool settled = false;  // the first subscription round is over
-    TimePoint begin;       // when this waiter began to wait: older waiters go first
-    TimePoint deadline;    // the wait's end: no plan goes past it
-    TimePoint next = kNever;
-    // A release (or a retraction) announced while an attempt was out: the plan after that attempt
-    // must not forget it.
-    std::optional<std::size_t> released_waiters;
-    bool retracted = false;
-    std::unique_ptr<WaitPlan> plan;
-  };
-  auto wake = std::make_shared<Wake>();
-  wake->begin = begin;
-  wake->deadline = wait.deadline;
-  wake->plan = std::make_unique<WaitPlan>(wait.retry_delay, seed_++);
-  bool subscribing = false;
+  Wakeups wakeups(network_, channel, ttl, wait.retry_delay, seed_++, begin, wait.deadline);
+  wakeups.set_many_holders(many_holders);
   auto interrupted = [&] { return wait.interrupted && wait.interrupted(); };
-
-  // Whatever the outcome, the wait is over: no more wake-ups, no subscriptions left open.
-  auto done = [&](AcquireResult res) {
-    wake->active = false;
-    if (subscribing) network_.unsubscribe();
-    return res;
-  };
   for (int attempts = 1;; ++attempts) {
-    wake->released_waiters.reset();
-    wake->retracted = false;
-    AcquireResult res = attempt(spec);
+    wakeups.forget_heard();
+    AcquireResult res = attempt();
     res.attempts = attempts;
     TimePoint now = network_.now();
     res.elapsed = now - begin;
     // While a wait lasts, no quorum is "not yet": servers restarting or frozen for a moment are
     // waited out like a holder. The wait ends with 69 only when its last attempt had no quorum.
     const bool short_of_quorum = res.outcome == AcquireOutcome::NoQuorum && may_recover(res);
-    if ((res.outcome != AcquireOutcome::Busy && !short_of_quorum) || !wait.wait) return done(std::move(res));
-    if (interrupted() || now >= wait.deadline) {
-      if (interrupted()) {
-        res.outcome = AcquireOutcome::Interrupted;
-      } else if (short_of_quorum) {
-        res.message += "; still no quorum when the wait ended after " + format_duration(res.elapsed);
-      } else {
-        res.outcome = AcquireOutcome::TimedOut;
-      }
-      return done(std::move(res));
-    }
+    if ((res.outcome != AcquireOutcome::Busy && !short_of_quorum) || !wait.wait) return res;
+    if (interrupted() || now >= wait.deadline) return end_of_wait(std::move(res), interrupted(), short_of_quorum);
     // The spread unit follows how fast the servers answer now, busy answers included.
-    std::vector<Duration> latencies;
-    for (const auto& s : res.servers) {
-      if (s.latency && (s.result == "busy" || s.result == "foreign" || s.ok)) latencies.push_back(*s.latency);
-    }
-    if (!latencies.empty()) {
-      std::nth_element(latencies.begin(), latencies.begin() + static_cast<std::ptrdiff_t>(latencies.size() / 2),
-                       latencies.end());
-      wake->plan->observe_round_trip(latencies[latencies.size() / 2]);
-    }
-
-    if (!subscribing) {
+    wakeups.observe(answer_latencies(res.servers));
+    if (!wakeups.subscribing()) {
       // Subscribe, then try once more at once: a release between our first attempt and the
       // subscription would otherwise go unheard.
-      subscribing = true;
-      network_.subscribe(spec.keys.channel, [wake, this, ttl = spec.ttl](std::size_t, std::string_view message) {
-        if (!wake->active) return;
-        TimePoint t = network_.now();
-        bool subscribed = network_.subscribed() >= network_.size() - quorum_size(network_.size()) + 1;
-        TimePoint next = wake->next;
-        if (message.rfind("released", 0) == 0) {
-          std::size_t waiters = 1;
-          auto digits = message.substr(std::min<std::size_t>(message.size(), 9));
-          std::from_chars(digits.data(), digits.data() + digits.size(), waiters);
-          wake->released_waiters = waiters;
-          next = wake->plan->on_released(t, next, waiters, t - wake->begin);
-        } else if (message.rfind("retracted", 0) == 0) {
-          wake->retracted = true;
-          next = wake->plan->on_retracted(t, next);
-        } else if (message == "acquired") {
-          wake->released_waiters.reset();
-          next = wake->plan->on_acquired(t, ttl, subscribed);
-        } else if (message == "subscribed" && wake->settled) {
-          // A subscription came back after a break: a release may have gone unheard.
-          next = wake->plan->on_released(t, next, 1, t - wake->begin);
-        }
-        // However a message moves the plan, the wait ends at its deadline: holders that come
-        // and go without announcing a release must not keep a waiter past it.
-        wake->next = std::min(next, wake->deadline);
-      });
-      network_.run_until([&] { return network_.subscribed() >= reliable || interrupted(); },
-                         std::min(wait.deadline, network_.now() + timeout_));
-      wake->settled = true;
+      wakeups.subscribe(network_.now() + timeout_, interrupted);
       continue;
     }
-
-    bool subscribed = network_.subscribed() >= reliable;
     // No quorum is retried like a split vote: a jittered retry delay, not the slow poll.
-    bool split_vote = res.tally.yes > 0 || short_of_quorum;
-    TimePoint next = wake->plan->after_attempt(now, split_vote, res.holder_free_in, subscribed, res.holder_announces);
-    if (wake->released_waiters) next = wake->plan->on_released(now, next, *wake->released_waiters, now - begin);
-    if (wake->retracted) next = wake->plan->on_retracted(now, next);
-    wake->next = std::min(next, wake->deadline);
-    if (wait.on_retry) wait.on_retry(res, wake->next);
-    // Sleep until the plan's time; a wake-up message moves the plan, so wait again for the new one.
-    while (!interrupted() && network_.now() < wake->next) {
-      const TimePoint planned = wake->next;
-      network_.run_until([&] { return interrupted() || wake->next != planned; }, planned);
-    }
-    if (interrupted()) {
+    const bool split_vote = res.tally.yes > 0 || short_of_quorum;
+    TimePoint next = wakeups.plan(now, split_vote, res.holder_free_in, res.holder_announces);
+    if (wait.on_retry) wait.on_retry(res, next);
+    if (!wakeups.sleep(interrupted)) {
       res.outcome = AcquireOutcome::Interrupted;
       res.elapsed = network_.now() - begin;
-      return done(std::move(res));
+      return res;
     }
   }
 }
@@ -700,8 +702,8 @@ ExtendRound::ExtendRound(Network& network, const LockKeys& keys, const std::stri
         // With its body, as release's: the answer of a server after the quorum is not waited for,
         // and one that lost its script cache (restart, SCRIPT FLUSH) would answer a bare EVALSHA
         // with a NOSCRIPT nobody reads, keeping the old expiry there.
-        Request r =
-            Request::eval(kExtendScript, {keys.lock, keys.owner}, {token, ms_count(ttl), keep_longer ? "1" : "0"});
+        Request r = Request::eval(kExtendScript, {keys.lock, keys.owner},
+                                  {token, ms_count(ttl), keep_longer ? "1" : "0", keys.channel});
         r.with_body = true;
         return r;
       }) {}
@@ -723,9 +725,10 @@ std::optional<Round> ExtendRound::heal(const Heal& heal) const {
   if (!any) return std::nullopt;
   const std::string ttl_ms = ms_count(result().ttl);
   const std::string fence = std::to_string(heal.fence);
+  const std::string fence_ttl_ms = ms_count(heal.fence_ttl);
   Round healing(network_, missing, [&](std::size_t) {
-    Request r =
-        Request::eval(kHealScript, {keys_.lock, keys_.owner, keys_.fence}, {token_, ttl_ms, heal.owner_record, fence});
+    Request r = Request::eval(kHealScript, {keys_.lock, keys_.owner, keys_.fence},
+                              {token_, ttl_ms, heal.owner_record, fence, fence_ttl_ms});
     r.with_body = true;  // restarted empty: its script cache is empty too
     return r;
   });
@@ -765,8 +768,8 @@ ExtendResult ExtendRound::result() const {
     if (kind == Vote::Kind::Failed) {
       res.servers.push_back(r && r->ok() ? unexpected_report(network_, i, *r) : failure_report(network_, i, r));
     } else {
-      res.servers.push_back(
-          answer_report(network_, i, *r, kind == Vote::Kind::Yes ? "extended" : "not_held", kind == Vote::Kind::Yes));
+      res.servers.push_back(answer_report(network_, i, *r, kind == Vote::Kind::Yes ? Answer::Extended : Answer::NotHeld,
+                                          kind == Vote::Kind::Yes));
     }
   }
   if (res.extended) return res;
@@ -794,7 +797,7 @@ ExtendResult Redlock::extend(const LockKeys& keys, const std::string& token, Dur
   for (std::size_t i = 0; i < res.servers.size(); ++i) {
     const auto& r = healing->results()[i];
     if (!r || !r->ok() || r->reply.as_integer() != 1) continue;
-    res.servers[i].result = "healed";
+    res.servers[i].result = Answer::Healed;
     res.servers[i].ok = true;
     ++res.healed;
   }
@@ -830,7 +833,7 @@ ReleaseResult Redlock::check_forced(const LockKeys& keys) {
     ++res.tally.no;  // nothing deleted yet
     const std::string& type = reply->elements[0].str;
     const std::string what = not_a_lock(type, *pttl);
-    const char* seen = !what.empty() ? "foreign" : type == "none" ? "free" : "held";
+    const Answer seen = !what.empty() ? Answer::Foreign : type == "none" ? Answer::Free : Answer::Held;
     ServerReport rep = answer_report(network_, i, *r, seen, false);
     if (!what.empty()) {
       rep.error = what + ", not a lock";
@@ -871,68 +874,100 @@ ReleaseResult Redlock::release(const LockKeys& keys, const std::string& token, b
 
 StatusResult Redlock::status(const LockKeys& keys) {
   const Round round = read_everywhere(keys);
-
   StatusResult res;
   res.elapsed = network_.now() - round.started();
   res.tally.total = round.results().size();
-  std::map<std::string, std::vector<std::size_t>> holders;  // value -> servers holding it with time left
-  std::size_t free = 0;
+  std::vector<std::optional<LockReading>> readings(res.tally.total);
   for (std::size_t i = 0; i < round.results().size(); ++i) {
     const auto& r = round.results()[i];
-    const Reply* reply = r && r->ok() ? &r->reply : nullptr;
-    if (!reply || reply->type != Reply::Type::Array || reply->elements.size() != 5 ||
-        !reply->elements[2].as_integer()) {
+    if (r && r->ok()) readings[i] = parse_lock_reading(r->reply);
+    if (!readings[i]) {
       ++res.tally.failed;
       res.servers.push_back(r && r->ok() ? unexpected_report(network_, i, *r) : failure_report(network_, i, r));
       continue;
     }
     ++res.tally.yes;
-    ServerReport rep = answer_report(network_, i, *r, "free", true);
-    rep.type = reply->elements[0].str;
-    rep.ttl_ms = *reply->elements[2].as_integer();
-    if (reply->elements[1].type == Reply::Type::String) rep.value = reply->elements[1].str;
-    if (reply->elements[3].type == Reply::Type::String) rep.owner = reply->elements[3].str;
-    rep.fence = reply->elements[4].as_integer().value_or(0);
-    res.fence = std::max(res.fence, rep.fence);
-    if (rep.type == "none") {
-      ++free;
-    } else if (rep.type != "string") {
-      rep.result = "foreign";
-    } else {
-      rep.result = "held";
-      if (rep.ttl_ms != -2) holders[*rep.value].push_back(i);
-    }
+    const LockReading& reading = *readings[i];
+    ServerReport rep = answer_report(network_, i, *r, Answer::Free, true);
+    rep.type = reading.type;
+    rep.ttl_ms = reading.ttl_ms;
+    rep.value = reading.value;
+    rep.owner = reading.owner;
+    rep.fence = reading.fence;
+    if (reading.type != "none") rep.result = reading.type == "string" ? Answer::Held : Answer::Foreign;
     res.servers.push_back(std::move(rep));
   }
+  const LockVerdict verdict = judge_lock(readings);
+  res.no_quorum = verdict.state == LockState::Unknown;
+  res.state = verdict.state;
+  res.token = verdict.token;
+  res.ttl_ms = verdict.ttl_ms;
+  res.owner = verdict.owner;
+  res.since_unix_ms = verdict.since_unix_ms;
+  res.fence = verdict.fence;
+  return res;
+}
 
-  const std::size_t needed = res.tally.needed();
-  res.no_quorum = res.tally.yes < needed;
-  res.state = free >= needed ? LockState::Free : LockState::Partial;
+std::optional<LockReading> parse_lock_reading(const Reply& reply) {
+  if (reply.type != Reply::Type::Array || reply.elements.size() != 5 || !reply.elements[2].as_integer()) {
+    return std::nullopt;
+  }
+  LockReading r;
+  r.type = reply.elements[0].str;
+  r.ttl_ms = *reply.elements[2].as_integer();
+  if (reply.elements[1].type == Reply::Type::String) r.value = reply.elements[1].str;
+  if (reply.elements[3].type == Reply::Type::String) r.owner = reply.elements[3].str;
+  r.fence = reply.elements[4].as_integer().value_or(0);
+  return r;
+}
+
+namespace {
+
+// The TTL a quorum of WHERE still holds the lock for: the needed-th longest (−1, no expiry, longest).
+std::int64_t quorum_ttl(std::vector<std::int64_t> ttls, std::size_t needed) {
+  std::sort(ttls.begin(), ttls.end(), [](std::int64_t a, std::int64_t b) {
+    if (a == -1) return b != -1;
+    if (b == -1) return false;
+    return a > b;
+  });
+  return ttls[needed - 1];
+}
+
+}  // namespace
+
+LockVerdict judge_lock(const std::vector<std::optional<LockReading>>& readings) {
+  LockVerdict v;
+  const std::size_t needed = quorum_size(readings.size());
+  std::size_t answered = 0;
+  std::size_t free = 0;
+  std::map<std::string, std::vector<const LockReading*>> holders;  // value -> servers holding it with time left
+  for (const auto& r : readings) {
+    if (!r) continue;
+    ++answered;
+    v.fence = std::max(v.fence, r->fence);
+    if (r->type == "none") ++free;
+    if (r->type != "string" || !r->value || r->ttl_ms == -2) continue;
+    holders[*r->value].push_back(&*r);
+    ++v.servers_held;
+  }
   // Too few answers for any verdict (none held or free can come from fewer than a quorum).
-  if (res.no_quorum) res.state = LockState::Unknown;
+  v.state = answered < needed ? LockState::Unknown : free >= needed ? LockState::Free : LockState::Partial;
   for (const auto& [value, where] : holders) {
     if (where.size() < needed) continue;
-    res.state = LockState::Held;
-    res.token = value;
-    // The lock stays held while a quorum holds it: the needed-th longest TTL.
+    v.state = LockState::Held;
+    v.token = value;
+    v.servers_held = where.size();
     std::vector<std::int64_t> ttls;
-    for (auto i : where) ttls.push_back(res.servers[i].ttl_ms);
-    std::sort(ttls.begin(), ttls.end(), [](std::int64_t a, std::int64_t b) {
-      if (a == -1) return b != -1;  // no expiry sorts first (longest)
-      if (b == -1) return false;
-      return a > b;
-    });
-    res.ttl_ms = ttls[needed - 1];
-    for (auto i : where) {
-      const auto& owner = res.servers[i].owner;
-      if (!owner) continue;
-      OwnerRecord record = parse_owner_record(*owner);
-      res.since_unix_ms = record.since_unix_ms;
-      res.owner = record.owner;
-      break;
-    }
+    for (const auto* r : where) ttls.push_back(r->ttl_ms);
+    v.ttl_ms = quorum_ttl(std::move(ttls), needed);
+    const auto with_owner = std::find_if(where.begin(), where.end(), [](const LockReading* r) { return r->owner; });
+    if (with_owner == where.end()) break;
+    OwnerRecord record = parse_owner_record(*(*with_owner)->owner);
+    v.since_unix_ms = record.since_unix_ms;
+    v.owner = record.owner;
+    break;
   }
-  return res;
+  return v;
 }
 
 }  // namespace redlock

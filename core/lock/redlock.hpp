@@ -16,17 +16,31 @@
 
 namespace redlock {
 
-// The result of a server whose answer was not waited for: the outcome was known without it.
-inline constexpr const char* kNotWaitedFor = "not_waited_for";
+// What one server's answer came to. Failed carries its kind in ServerReport::failure.
+// NotWaitedFor: no answer yet when the outcome was known, which is no failure.
+enum class Answer {
+  NotWaitedFor,
+  Locked,
+  Reacquired,
+  Busy,
+  Foreign,
+  Extended,
+  Healed,
+  Released,
+  NotHeld,
+  Held,
+  Free,
+  Listed,  // list: the server's locks were all read
+  Probed,  // a semaphore's probe: every slot read
+  Failed
+};
 
 // What each server said, for reports.
 struct ServerReport {
   std::string server;  // redacted URL
   bool ok = false;     // did what was asked (meaningless when not waited for)
-  // locked, reacquired, busy, foreign, extended, released, not_held, held, free, fenced,
-  // or a failure: timeout, connect, tls, auth, io, closed, protocol, error, duplicate, replica, config;
-  // or kNotWaitedFor: no answer yet when the outcome was known, which is no failure.
-  std::string result = kNotWaitedFor;
+  Answer result = Answer::NotWaitedFor;
+  Failure failure = Failure::None;  // Failed: how
   std::optional<Duration> latency;
   std::string error;  // empty when none
   std::string role;   // master, replica (never a vote), another role, or empty when unknown
@@ -36,8 +50,11 @@ struct ServerReport {
   std::int64_t ttl_ms = -2;
   std::optional<std::string> owner;
   std::int64_t fence = 0;
-
-  bool waited_for() const { return result != kNotWaitedFor; }
+  bool waited_for() const { return result != Answer::NotWaitedFor; }
+  bool failed(Failure f) const { return result == Answer::Failed && failure == f; }
+  // The result as reports name it: locked, reacquired, busy, foreign, extended, healed, released,
+  // not_held, held, free, listed, ok (Probed), not_waited_for, or the failure's name ("error" for an error reply).
+  std::string_view result_name() const;
 };
 
 // The record kept beside a lock, "UNIX_MS/TTL_MS OWNER": since when and by whom it is held, and the
@@ -57,12 +74,19 @@ struct Holder {
   std::optional<Duration> ttl;       // until it could be free on a quorum; none when it cannot be known
 };
 
+// How long a fencing counter lives unused (each acquisition sets its expiry anew), and the least
+// that is safe: a counter that expired starts again from its server's clock, which is above every
+// earlier fence as long as no two servers' clocks disagree by this much (see acquire.lua).
+inline constexpr Duration kDefaultFenceTtl = std::chrono::hours(24 * 30);
+inline constexpr Duration kMinFenceTtl = std::chrono::hours(1);
+
 struct LockSpec {
   LockKeys keys;
   std::string token;
   Duration ttl = std::chrono::seconds(30);  // whole milliseconds
   double drift = 0.01;
-  std::string owner;  // empty: no owner record
+  std::string owner;                      // empty: no owner record
+  Duration fence_ttl = kDefaultFenceTtl;  // whole milliseconds
   // An acquisition left with no more validity than this is given back at once (as one whose
   // validity ran out): `run` needs the time to stop its command before the lock can expire.
   Duration min_validity{};
@@ -148,11 +172,39 @@ struct StatusResult {
   std::vector<ServerReport> servers;
 };
 
+// What one server holds under a lock's key, as the status script reads it.
+struct LockReading {
+  std::string type = "none";  // none, string, or another type (a foreign key)
+  std::optional<std::string> value;
+  std::int64_t ttl_ms = -2;
+  std::optional<std::string> owner;  // the owner record's text
+  std::int64_t fence = 0;
+};
+// The status script's answer {type, value, PTTL, owner record, fence counter}; nothing when REPLY
+// is not one.
+std::optional<LockReading> parse_lock_reading(const Reply& reply);
+
+// What the servers' readings say of a lock (the rule of `status` and `list`): held when a quorum
+// holds one token with time left, free when a quorum holds nothing, partial otherwise, unknown
+// when fewer than a quorum answered.
+struct LockVerdict {
+  LockState state = LockState::Partial;
+  std::optional<std::string> token;  // held: the value a quorum holds
+  std::int64_t ttl_ms = -2;          // held: how long a quorum still holds it (−1: no expiry)
+  std::optional<std::string> owner;  // held: the owner record's owner, when there is one
+  std::optional<std::int64_t> since_unix_ms;
+  std::int64_t fence = 0;        // the highest fencing counter seen
+  std::size_t servers_held = 0;  // held: servers holding the token; else servers holding any lock
+};
+// READINGS has one entry per server, empty for a server that did not answer.
+LockVerdict judge_lock(const std::vector<std::optional<LockReading>>& readings);
+
 // What a renewal writes where it puts a missing lock back: the owner record and the fence it was
 // taken with (empty and 0 when unknown, as for `extend`).
 struct Heal {
   std::string owner_record;
   std::int64_t fence = 0;
+  Duration fence_ttl = kDefaultFenceTtl;  // the expiry of a fencing counter it writes
 };
 
 // An extend round that can run in the background (renewals in `run`) or be waited for.
@@ -192,9 +244,17 @@ class Redlock {
  public:
   explicit Redlock(Network& network, Duration timeout = std::chrono::milliseconds(100));
 
+  Network& network() const { return network_; }
+
   // Takes the lock (waiting as WAIT says); a failed attempt releases whatever it took. Throws a
   // configuration error when two configured servers turn out to be one.
   AcquireResult acquire(const LockSpec& spec, const WaitOptions& wait);
+  // The wait of acquire around attempts of another kind (a semaphore's, over its slots): ATTEMPT
+  // is made until it acquires or the wait is over, woken by the messages on CHANNEL. TTL is the
+  // guess of a holder's TTL. With MANY_HOLDERS, an "acquired" message does not send the waiters
+  // back to sleep: another of the places may still be free.
+  AcquireResult acquire_with(const std::string& channel, Duration ttl, const WaitOptions& wait,
+                             const std::function<AcquireResult()>& attempt, bool many_holders = false);
   // Extends where the lock holds TOKEN and, with a quorum, puts it back where it is missing (see
   // ExtendRound::heal), waiting up to --timeout for those answers.
   ExtendResult extend(const LockKeys& keys, const std::string& token, Duration ttl, double drift, const Heal& heal = {},
@@ -212,7 +272,17 @@ class Redlock {
   StatusResult status(const LockKeys& keys);
 
  private:
+  struct Votes;
+  // One acquire round: the votes, then the lock (fenced) or what stood in the way.
   AcquireResult attempt(const LockSpec& spec);
+  // What each server answered to the acquire round (their reports go to RES).
+  Votes read_votes(const Round& round, AcquireResult& res) const;
+  // A quorum said yes: fences the lock, or gives it back when the fence or the time falls short.
+  AcquireResult finish_won(const LockSpec& spec, const Round& round, const Tally& tally, const Votes& votes,
+                           AcquireResult res);
+  // Not won: busy (and by whom), or no quorum (and why), into RES.
+  void finish_lost(const LockSpec& spec, const Round& round, const Tally& tally, const Votes& votes,
+                   AcquireResult& res) const;
   // The status script on every server, each answer waited for (up to --timeout).
   Round read_everywhere(const LockKeys& keys);
   // The read-only round before a forced release: what every server holds under the key.

@@ -62,6 +62,7 @@ struct Request {
 
 using ResultCallback = std::function<void(Result)>;
 using MessageCallback = std::function<void(std::size_t server, std::string_view message)>;
+using ChannelCallback = std::function<void(std::size_t server, const std::string& channel, std::string_view message)>;
 
 class Network {
  public:
@@ -86,6 +87,17 @@ class Network {
 
   // Subscribes to CHANNEL on every server (kept up, re-subscribed after a reconnect).
   virtual void subscribe(const std::string& channel, MessageCallback on_message) = 0;
+  // Subscribes each server I to CHANNELS[I], in place of what subscribe() set up. The first channel
+  // of each list is the one subscribed() counts and the one "subscribed" and "unsubscribed" come
+  // on; a later one that the server refuses (an ACL) is told as the message "refused: ERROR" on
+  // that channel, and the subscription goes on without it. This default (for networks that know
+  // one channel) subscribes to the first channel of the first list only.
+  virtual void subscribe_channels(std::vector<std::vector<std::string>> channels, ChannelCallback on_message) {
+    const std::string first = channels.at(0).at(0);
+    subscribe(first, [first, on_message = std::move(on_message)](std::size_t server, std::string_view message) {
+      on_message(server, first, message);
+    });
+  }
   // How many servers have confirmed the subscription.
   virtual std::size_t subscribed() const = 0;
   // Closes the subscriptions (the wait is over).
@@ -96,6 +108,8 @@ class Network {
   // What the server said it is (ROLE) when its connection was opened: "master", "replica", another
   // role as Redis names it, or empty while unknown (not connected yet, or ROLE refused).
   virtual std::string role(std::size_t /*server*/) const { return {}; }
+  // The database the server's URL names (keyspace notifications name it).
+  virtual int database(std::size_t /*server*/) const { return 0; }
   // Whether some server's name is still being resolved: until it is, nobody can tell whether it
   // is a second name of a server already configured.
   virtual bool resolving() const = 0;

@@ -197,13 +197,13 @@ std::string ServerUrl::address() const {
   return "tcp:" + h + ":" + std::to_string(port);
 }
 
-ServerUrl parse_server_url(std::string_view text) {
-  ServerUrl url;
-  std::string_view rest = text;
+namespace {
+
+// The scheme before "://" (empty for a bare HOST:PORT), removed from REST.
+std::string take_scheme(std::string_view text, std::string_view& rest, ServerUrl& url) {
   auto scheme_end = rest.find("://");
   std::string scheme = scheme_end == std::string_view::npos ? "" : std::string(rest.substr(0, scheme_end));
   if (scheme_end != std::string_view::npos) rest.remove_prefix(scheme_end + 3);
-
   if (scheme == "redis") {
     url.scheme = ServerUrl::Scheme::Tcp;
   } else if (scheme == "rediss") {
@@ -216,7 +216,48 @@ ServerUrl parse_server_url(std::string_view text) {
   } else {
     refuse_scheme_without_slashes(text);
   }
+  return scheme;
+}
 
+// unix:///PATH[?db=N]
+void parse_unix_rest(std::string_view path, ServerUrl& url, const std::string& shown) {
+  auto query = path.find('?');
+  if (query != std::string_view::npos) {
+    std::string_view q = path.substr(query + 1);
+    path = path.substr(0, query);
+    if (q.substr(0, 3) != "db=" || q.find('&') != std::string_view::npos)
+      config_error("unknown query '" + std::string(q) + "' in server URL '" + shown + "' (only db=N)");
+    url.db = parse_number(q.substr(3), 0, 1 << 20, "db", shown);
+  }
+  if (path.empty() || path.front() != '/')
+    config_error("unix socket path must be absolute in server URL '" + shown + "'");
+  url.path = std::string(path);
+}
+
+// HOST:PORT[/DB]
+void parse_tcp_rest(std::string_view rest, bool bare, ServerUrl& url, const std::string& shown) {
+  if (auto extra = rest.find_first_of("?#"); extra != std::string_view::npos) {
+    config_error("unexpected '" + std::string(rest.substr(extra)) + "' in server URL '" + shown +
+                 "' (a query is for unix:// only, as ?db=N; give the database as redis://HOST:PORT/DB)");
+  }
+  auto slash = rest.find('/');
+  if (slash != std::string_view::npos && bare) {
+    config_error("a bare HOST:PORT takes no path; use redis://HOST:PORT/DB in '" + shown + "'");
+  }
+  // The host first: in "redis:///0" it is the host that is missing, not the db that is wrong.
+  parse_host_port(rest.substr(0, slash), url, shown);
+  if (slash != std::string_view::npos) {
+    std::string_view db = rest.substr(slash + 1);
+    if (!db.empty()) url.db = parse_number(db, 0, 1 << 20, "db", shown);
+  }
+}
+
+}  // namespace
+
+ServerUrl parse_server_url(std::string_view text) {
+  ServerUrl url;
+  std::string_view rest = text;
+  const std::string scheme = take_scheme(text, rest, url);
   if (text.empty()) config_error("empty server URL");
   parse_userinfo(rest, url);
   // What messages may show of TEXT: everything but the password.
@@ -227,35 +268,9 @@ ServerUrl parse_server_url(std::string_view text) {
   shown += std::string(rest);
 
   if (url.scheme == ServerUrl::Scheme::Unix) {
-    std::string_view path = rest;
-    auto query = path.find('?');
-    if (query != std::string_view::npos) {
-      std::string_view q = path.substr(query + 1);
-      path = path.substr(0, query);
-      if (q.substr(0, 3) != "db=" || q.find('&') != std::string_view::npos)
-        config_error("unknown query '" + std::string(q) + "' in server URL '" + shown + "' (only db=N)");
-      url.db = parse_number(q.substr(3), 0, 1 << 20, "db", shown);
-    }
-    if (path.empty() || path.front() != '/')
-      config_error("unix socket path must be absolute in server URL '" + shown + "'");
-    url.path = std::string(path);
-    return url;
-  }
-
-  if (auto extra = rest.find_first_of("?#"); extra != std::string_view::npos) {
-    config_error("unexpected '" + std::string(rest.substr(extra)) + "' in server URL '" + shown +
-                 "' (a query is for unix:// only, as ?db=N; give the database as redis://HOST:PORT/DB)");
-  }
-  auto slash = rest.find('/');
-  std::string_view hostport = rest.substr(0, slash);
-  if (slash != std::string_view::npos) {
-    if (scheme.empty()) config_error("a bare HOST:PORT takes no path; use redis://HOST:PORT/DB in '" + shown + "'");
-  }
-  // The host first: in "redis:///0" it is the host that is missing, not the db that is wrong.
-  parse_host_port(hostport, url, shown);
-  if (slash != std::string_view::npos) {
-    std::string_view db = rest.substr(slash + 1);
-    if (!db.empty()) url.db = parse_number(db, 0, 1 << 20, "db", shown);
+    parse_unix_rest(rest, url, shown);
+  } else {
+    parse_tcp_rest(rest, scheme.empty(), url, shown);
   }
   return url;
 }

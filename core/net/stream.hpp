@@ -32,6 +32,8 @@ class Stream {
   virtual Status write(std::string_view data, std::size_t& written) = 0;
   // Why the last call returned Failed, in words.
   virtual const std::string& error() const = 0;
+  // Whether that failure was TLS's own (handshake, certificate, a TLS record), not the byte stream's.
+  virtual bool tls_failure() const { return false; }
   // The endpoint being reached ("127.0.0.1:6379", "[::1]:6379", a unix socket's path; TLS adds the
   // name verified): known from the moment the TCP connect starts (after name resolution), and the
   // address the server answers on once connected; it changes when an address fails and the next

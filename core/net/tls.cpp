@@ -7,6 +7,7 @@
 
 #include "core/net/openssl.hpp"
 #include "core/util/error.hpp"
+#include "core/util/setting.hpp"
 
 namespace redlock {
 
@@ -59,10 +60,12 @@ std::string verify_hint(long result, const std::string& name) {
     case X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY:
     case X509_V_ERR_UNABLE_TO_VERIFY_LEAF_SIGNATURE:
     case X509_V_ERR_CERT_UNTRUSTED:
-      return " (unknown CA: the server's certificate is not signed by a CA we trust; give its CA with --tls-ca)";
+      return " (unknown CA: the server's certificate is not signed by a CA we trust; give its CA with " +
+             setting_name(Setting::TlsCa) + ")";
     case X509_V_ERR_HOSTNAME_MISMATCH:
     case X509_V_ERR_IP_ADDRESS_MISMATCH:
-      return " (the certificate is not for '" + name + "'; --tls-server-name verifies against the name it is for)";
+      return " (the certificate is not for '" + name + "'; " + setting_name(Setting::TlsServerName) +
+             " verifies against the name it is for)";
     case X509_V_ERR_CERT_NOT_YET_VALID:
       return " (check the clocks of this machine and of the CA)";
     default:
@@ -72,9 +75,10 @@ std::string verify_hint(long result, const std::string& name) {
 
 // Said when the server drops a connection before its first reply: with TLS 1.3 a refused client
 // certificate shows only then, after our side of the handshake has finished.
-constexpr const char* kDroppedHint =
-    " (the server ended the connection right after the handshake: it may want a client certificate, "
-    "--tls-cert and --tls-key, or refuse the one we sent)";
+std::string dropped_hint() {
+  return " (the server ended the connection right after the handshake: it may want a client certificate, " +
+         setting_name(Setting::TlsCert) + " and " + setting_name(Setting::TlsKey) + ", or refuse the one we sent)";
+}
 
 // TLS runs over the plain stream through this BIO: bytes move with the plain stream's send() and
 // read(), so a write to a closed connection fails (MSG_NOSIGNAL) instead of raising SIGPIPE, and
@@ -217,6 +221,7 @@ class TlsStream final : public Stream {
     } else {
       error_ = "TLS handshake failed: the server closed the connection (not a TLS port, or it refused our certificate)";
     }
+    tls_failed_ = true;
     return Status::Failed;
   }
 
@@ -260,6 +265,7 @@ class TlsStream final : public Stream {
   }
 
   const std::string& error() const override { return error_; }
+  bool tls_failure() const override { return tls_failed_; }
   const std::string& peer() const override { return peer_; }
 
  private:
@@ -268,6 +274,7 @@ class TlsStream final : public Stream {
     BIO* bio = ssl_ ? bio_.make() : nullptr;
     if (!bio) {
       error_ = "TLS setup failed: " + openssl_error_or("out of memory");
+      tls_failed_ = true;
       return false;
     }
     openssl().SSL_set_bio(ssl_.get(), bio, bio);  // the SSL owns the BIO; the BIO refers to bio_
@@ -283,6 +290,7 @@ class TlsStream final : public Stream {
                                     : openssl().X509_VERIFY_PARAM_set1_host(param, name_.c_str(), name_.size());
       if (ok != 1) {
         error_ = "TLS setup failed: cannot verify against name '" + name_ + "'";
+        tls_failed_ = true;
         return false;
       }
     }
@@ -293,7 +301,8 @@ class TlsStream final : public Stream {
   static std::string alert_hint(const std::string& cause) {
     if (cause.find("certificate required") != std::string::npos ||
         cause.find("handshake failure") != std::string::npos) {
-      return " (the server may want a client certificate: --tls-cert and --tls-key)";
+      return " (the server may want a client certificate: " + setting_name(Setting::TlsCert) + " and " +
+             setting_name(Setting::TlsKey) + ")";
     }
     if (cause.find("alert unknown ca") != std::string::npos ||
         cause.find("alert bad certificate") != std::string::npos ||
@@ -310,8 +319,9 @@ class TlsStream final : public Stream {
       error_ = what + (!bio_.error().empty() ? bio_.error()
                        : bio_.closed()       ? std::string("the server closed the connection")
                                              : std::string("the connection broke"));
-      if (!heard_) error_ += kDroppedHint;
+      if (!heard_) error_ += dropped_hint();
     }
+    tls_failed_ = true;
     return Status::Failed;
   }
 
@@ -323,7 +333,8 @@ class TlsStream final : public Stream {
   bool heard_ = false;  // some application data came back: the server accepted us
   std::unique_ptr<SSL, SslFree> ssl_;
   std::string error_;
-  std::string peer_;  // set once the plain stream knows its endpoint
+  bool tls_failed_ = false;  // the failure was TLS's own, not the plain stream's under it
+  std::string peer_;         // set once the plain stream knows its endpoint
 };
 
 }  // namespace
@@ -351,28 +362,34 @@ TlsContext::TlsContext(const TlsOptions& options) : impl_(std::make_unique<Impl>
     openssl().SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, nullptr);
     if (!options.ca_file.empty()) {
       if (openssl().SSL_CTX_load_verify_locations(ctx, options.ca_file.c_str(), nullptr) != 1) {
-        config_error("--tls-ca: cannot load '" + options.ca_file + "': " + openssl_error_or("no certificate in it"));
+        config_error(setting_name(Setting::TlsCa) + ": cannot load '" + options.ca_file +
+                     "': " + openssl_error_or("no certificate in it"));
       }
     } else if (openssl().SSL_CTX_set_default_verify_paths(ctx) != 1) {
       config_error("TLS: cannot load the system trust store: " + openssl_error_or("unknown error"));
     }
   }
   if (!options.cert_file.empty() || !options.key_file.empty()) {
-    if (options.cert_file.empty()) config_error("--tls-key needs --tls-cert");
+    if (options.cert_file.empty())
+      config_error(setting_name(Setting::TlsKey) + " needs " + setting_name(Setting::TlsCert));
     if (openssl().SSL_CTX_use_certificate_chain_file(ctx, options.cert_file.c_str()) != 1) {
-      config_error("--tls-cert: cannot load '" + options.cert_file + "': " + openssl_error_or("no certificate in it"));
+      config_error(setting_name(Setting::TlsCert) + ": cannot load '" + options.cert_file +
+                   "': " + openssl_error_or("no certificate in it"));
     }
     const std::string& key = options.key_file.empty() ? options.cert_file : options.key_file;
     if (openssl().SSL_CTX_use_PrivateKey_file(ctx, key.c_str(), SSL_FILETYPE_PEM) != 1) {
       if (options.key_file.empty()) {
         openssl().ERR_clear_error();
-        config_error("--tls-cert '" + options.cert_file + "' holds no private key; give it with --tls-key");
+        config_error(setting_name(Setting::TlsCert) + " '" + options.cert_file +
+                     "' holds no private key; give it with " + setting_name(Setting::TlsKey));
       }
-      config_error("--tls-key: cannot load '" + key + "': " + openssl_error_or("no private key in it"));
+      config_error(setting_name(Setting::TlsKey) + ": cannot load '" + key +
+                   "': " + openssl_error_or("no private key in it"));
     }
     if (openssl().SSL_CTX_check_private_key(ctx) != 1) {
       openssl().ERR_clear_error();
-      config_error("--tls-key '" + key + "' does not match --tls-cert '" + options.cert_file + "'");
+      config_error(setting_name(Setting::TlsKey) + " '" + key + "' does not match " + setting_name(Setting::TlsCert) +
+                   " '" + options.cert_file + "'");
     }
   }
 }

@@ -139,22 +139,26 @@ class Transport::Connection {
     drive(now);
   }
 
-  void subscribe(const std::string& channel, MessageCallback on_message) {
-    channel_ = channel;
+  void subscribe(std::vector<std::string> channels, ChannelCallback on_message) {
+    channels_ = std::move(channels);
     on_message_ = std::move(on_message);
     next_open_ = TimePoint{};
   }
 
   // Opens a subscriber connection that is due; called on every turn of the loop.
   void maintain(TimePoint now) {
-    if (role_ != Role::Subscriber || stream_ || channel_.empty() || now < next_open_) return;
+    if (role_ != Role::Subscriber || stream_ || channels_.empty() || now < next_open_) return;
     open(now);
-    Pending p;
-    p.kind = Pending::Kind::Subscribe;
-    p.sent = now;
-    p.deadline = now + std::max(owner_.options_.timeout, kMinSubscribeDeadline);
-    encode_argv({"SUBSCRIBE", channel_});
-    pending_.push_back(std::move(p));
+    // One SUBSCRIBE each: a refusal refuses the whole command, and only the first channel must be allowed.
+    for (const auto& channel : channels_) {
+      Pending p;
+      p.kind = Pending::Kind::Subscribe;
+      p.channel = channel;
+      p.sent = now;
+      p.deadline = now + std::max(owner_.options_.timeout, kMinSubscribeDeadline);
+      encode_argv({"SUBSCRIBE", channel});
+      pending_.push_back(std::move(p));
+    }
     drive(now);
   }
 
@@ -175,7 +179,7 @@ class Transport::Connection {
     for (const auto& p : pending_) {
       if (p.done || p.kind == Pending::Kind::Subscribe) t = std::min(t, p.deadline);
     }
-    if (role_ == Role::Subscriber && !stream_ && !channel_.empty()) t = std::min(t, next_open_);
+    if (role_ == Role::Subscriber && !stream_ && !channels_.empty()) t = std::min(t, next_open_);
     return t;
   }
 
@@ -249,7 +253,7 @@ class Transport::Connection {
       if (st == Stream::Status::WantRead || st == Stream::Status::WantWrite) return;
       if (st != Stream::Status::Ok) {
         // The TLS layer words its failures "TLS …"; anything else failed before the handshake.
-        auto failure = stream_->error().starts_with("TLS") ? Failure::Tls : Failure::Connect;
+        auto failure = stream_->tls_failure() ? Failure::Tls : Failure::Connect;
         fail(failure, stream_->error(), now);
         return;
       }
@@ -281,7 +285,7 @@ class Transport::Connection {
   }
 
   // The TLS layer words its failures "TLS …"; anything else is the socket's.
-  Failure stream_failure() const { return stream_->error().starts_with("TLS") ? Failure::Tls : Failure::Io; }
+  Failure stream_failure() const { return stream_->tls_failure() ? Failure::Tls : Failure::Io; }
 
   // Marks this connection as a second connection to a server already configured.
   void set_duplicate(std::string message) {
@@ -291,9 +295,9 @@ class Transport::Connection {
 
  private:
   struct Pending {
-    enum class Kind { Prelude, Info, Role, Request, Subscribe };
+    enum class Kind { Auth, Select, Info, Role, Request, Subscribe };
     Kind kind = Kind::Request;
-    std::string what;     // for prelude failures: "AUTH", "SELECT"
+    std::string channel;  // Subscribe: the channel asked for
     ResultCallback done;  // empty once abandoned
     TimePoint sent;
     TimePoint deadline;
@@ -324,12 +328,12 @@ class Transport::Connection {
       } else {
         encode_argv({"AUTH", *password});
       }
-      push_prelude(Pending::Kind::Prelude, "AUTH", now);
+      push_prelude(Pending::Kind::Auth, now);
     }
     if (role_ == Role::Subscriber) return;
     if (url().db != 0) {
       encode_argv({"SELECT", std::to_string(url().db)});
-      push_prelude(Pending::Kind::Prelude, "SELECT", now);
+      push_prelude(Pending::Kind::Select, now);
       // After a SELECT that fails, the server runs what follows in database 0: a release --force
       // would delete a lock there. Requests wait for its +OK (a round trip, once per connection).
       selecting_ = true;
@@ -337,16 +341,15 @@ class Transport::Connection {
     // The run_id tells two URLs of one server apart from two servers; asked once per connection,
     // in the same round trip as the first request.
     encode_argv({"INFO", "server"});
-    push_prelude(Pending::Kind::Info, "INFO", now);
+    push_prelude(Pending::Kind::Info, now);
     // A replica never counts as a vote: its role comes in the same round trip too.
     encode_argv({"ROLE"});
-    push_prelude(Pending::Kind::Role, "ROLE", now);
+    push_prelude(Pending::Kind::Role, now);
   }
 
-  void push_prelude(Pending::Kind kind, std::string what, TimePoint now) {
+  void push_prelude(Pending::Kind kind, TimePoint now) {
     Pending p;
     p.kind = kind;
-    p.what = std::move(what);
     p.sent = now;
     p.deadline = now + owner_.options_.timeout;
     pending_.push_back(std::move(p));
@@ -389,70 +392,79 @@ class Transport::Connection {
       }
       Pending p = std::move(pending_.front());
       pending_.pop_front();
-      switch (p.kind) {
-        case Pending::Kind::Prelude:
-          if (reply->is_error()) {
-            prelude_refused(p.what, reply->str, now);
-            return false;
-          }
-          if (p.what == "SELECT") {
-            selecting_ = false;
-            out_ += held_;
-            held_.clear();
-            drive_write_only(now);
-          }
-          break;
-        case Pending::Kind::Info:
-          if (!reply->is_error()) {
-            run_id_ = parse_run_id(reply->str);
-            if (!run_id_.empty()) owner_.note_run_id(index_);
-          }
-          break;
-        case Pending::Kind::Role:  // refused (an ACL): unknown, as before it was asked
-          if (reply->type == Reply::Type::Array && !reply->elements.empty()) {
-            server_role_ = reply->elements[0].str == "slave" ? "replica" : reply->elements[0].str;
-          }
-          break;
-        case Pending::Kind::Subscribe:
-          break;
-        case Pending::Kind::Request:
-          if (reply->is_error() && p.request.script && !p.eval_sent && reply->str.starts_with("NOSCRIPT") && p.done &&
-              !(p.request.tracked && p.request.interest.expired())) {
-            // The server lost its script cache (restart, SCRIPT FLUSH): send the script itself.
-            encode(p.request, true);
-            p.eval_sent = true;
-            pending_.push_back(std::move(p));
-            drive_write_only(now);
-            break;
-          }
-          if (!p.done) break;
-          if (duplicate_) {
-            finish(p.done, Failure::Duplicate, duplicate_message_, now - p.sent);
-          } else if (reply->is_error()) {
-            finish(p.done, classify_error_reply(reply->str), reply->str, now - p.sent);
-          } else {
-            Result r;
-            r.reply = std::move(*reply);
-            r.latency = now - p.sent;
-            p.done(std::move(r));
-          }
-          break;
-      }
-      if (!stream_) return false;  // a callback failed us
+      if (!on_reply(std::move(p), std::move(*reply), now)) return false;
+    }
+  }
+
+  // One reply to the request P that was first in line. Returns false when the connection failed.
+  bool on_reply(Pending p, Reply reply, TimePoint now) {
+    switch (p.kind) {
+      case Pending::Kind::Auth:
+      case Pending::Kind::Select:
+        if (reply.is_error()) {
+          prelude_refused(p.kind, reply.str, now);
+          return false;
+        }
+        if (p.kind == Pending::Kind::Select) {
+          selecting_ = false;
+          out_ += held_;
+          held_.clear();
+          drive_write_only(now);
+        }
+        break;
+      case Pending::Kind::Info:
+        if (!reply.is_error()) {
+          run_id_ = parse_run_id(reply.str);
+          if (!run_id_.empty()) owner_.note_run_id(index_);
+        }
+        break;
+      case Pending::Kind::Role:  // refused (an ACL): unknown, as before it was asked
+        if (reply.type == Reply::Type::Array && !reply.elements.empty()) {
+          server_role_ = reply.elements[0].str == "slave" ? "replica" : reply.elements[0].str;
+        }
+        break;
+      case Pending::Kind::Subscribe:
+        break;
+      case Pending::Kind::Request:
+        on_request_reply(std::move(p), std::move(reply), now);
+        break;
+    }
+    return stream_ != nullptr;  // a callback may have failed us
+  }
+
+  void on_request_reply(Pending p, Reply reply, TimePoint now) {
+    if (reply.is_error() && p.request.script && !p.eval_sent && reply.str.starts_with("NOSCRIPT") && p.done &&
+        !(p.request.tracked && p.request.interest.expired())) {
+      // The server lost its script cache (restart, SCRIPT FLUSH): send the script itself.
+      encode(p.request, true);
+      p.eval_sent = true;
+      pending_.push_back(std::move(p));
+      drive_write_only(now);
+      return;
+    }
+    if (!p.done) return;
+    if (duplicate_) {
+      finish(p.done, Failure::Duplicate, duplicate_message_, now - p.sent);
+    } else if (reply.is_error()) {
+      finish(p.done, classify_error_reply(reply.str), reply.str, now - p.sent);
+    } else {
+      Result r;
+      r.reply = std::move(reply);
+      r.latency = now - p.sent;
+      p.done(std::move(r));
     }
   }
 
   // AUTH refused, or SELECT: by the ACL (NOPERM) an authentication failure, else a database this
   // server cannot give (out of range, cluster mode), which no retry mends: a configuration error.
-  void prelude_refused(const std::string& what, const std::string& reply, TimePoint now) {
-    if (what == "AUTH" || classify_error_reply(reply) == Failure::Auth) {
+  void prelude_refused(Pending::Kind kind, const std::string& reply, TimePoint now) {
+    const std::string what = kind == Pending::Kind::Auth ? "AUTH" : "SELECT";
+    if (kind == Pending::Kind::Auth || classify_error_reply(reply) == Failure::Auth) {
       fail(Failure::Auth, what + " refused: " + reply, now);
-    } else if (what == "SELECT") {
+    } else {
       fail(Failure::Config,
            url().redacted() + ": the server has no database " + std::to_string(url().db) + " (SELECT: " + reply + ")",
            now);
-    } else {
-      fail(Failure::Reply, what + " refused: " + reply, now);
     }
   }
 
@@ -466,10 +478,18 @@ class Transport::Connection {
 
   bool on_pubsub(const Reply& reply, TimePoint now) {
     if (reply.is_error()) {
-      fail(classify_error_reply(reply.str), "SUBSCRIBE refused: " + reply.str, now);
-      return false;
+      const bool later_channel = !pending_.empty() && pending_.front().kind == Pending::Kind::Subscribe &&
+                                 pending_.front().channel != channels_.front();
+      if (!later_channel) {
+        fail(classify_error_reply(reply.str), "SUBSCRIBE refused: " + reply.str, now);
+        return false;
+      }
+      const std::string channel = pending_.front().channel;
+      pending_.pop_front();
+      if (on_message_) on_message_(index_, channel, "refused: " + reply.str);
+      return true;
     }
-    if (!pending_.empty() && pending_.front().kind == Pending::Kind::Prelude) {
+    if (!pending_.empty() && pending_.front().kind == Pending::Kind::Auth) {
       pending_.pop_front();  // AUTH's +OK
       return true;
     }
@@ -477,10 +497,11 @@ class Transport::Connection {
     const std::string& kind = reply.elements[0].str;
     if (kind == "subscribe") {
       if (!pending_.empty()) pending_.pop_front();
+      if (reply.elements[1].str != channels_.front()) return true;
       subscribed_ = true;
-      if (on_message_) on_message_(index_, "subscribed");
+      if (on_message_) on_message_(index_, channels_.front(), "subscribed");
     } else if (kind == "message" && on_message_) {
-      on_message_(index_, reply.elements[2].str);
+      on_message_(index_, reply.elements[1].str, reply.elements[2].str);
     }
     return true;
   }
@@ -513,7 +534,7 @@ class Transport::Connection {
     out_pos_ = 0;
     connected_ = false;
     if (role_ == Role::Subscriber) {
-      if (subscribed_ && on_message_) on_message_(index_, "unsubscribed");
+      if (subscribed_ && on_message_) on_message_(index_, channels_.front(), "unsubscribed");
       subscribed_ = false;
       next_open_ = now + kResubscribeDelay;
     }
@@ -542,8 +563,8 @@ class Transport::Connection {
   std::string duplicate_message_;
   std::string server_role_;  // what ROLE said; empty while unknown
   // Subscriber role only.
-  std::string channel_;
-  MessageCallback on_message_;
+  std::vector<std::string> channels_;
+  ChannelCallback on_message_;
   bool subscribed_ = false;
   TimePoint next_open_ = kNever;
 };
@@ -606,7 +627,6 @@ void Transport::run_until(const std::function<bool()>& done, TimePoint deadline)
         owners.push_back(c.get());
       }
     }
-    for (const auto& w : watched_) fds.push_back(pollfd{w.fd, POLLIN, 0});
 
     auto wait = std::max(Duration::zero(), wake - now);
     auto secs = std::chrono::duration_cast<std::chrono::seconds>(wait);
@@ -621,15 +641,6 @@ void Transport::run_until(const std::function<bool()>& done, TimePoint deadline)
     for (std::size_t i = 0; i < owners.size(); ++i) {
       if (fds[i].revents != 0) owners[i]->drive(now);
     }
-    // Watched callbacks may unwatch: copy the ready ones first.
-    std::vector<std::function<void()>> ready;
-    for (std::size_t i = owners.size(); i < fds.size(); ++i) {
-      if (fds[i].revents == 0) continue;
-      for (const auto& w : watched_) {
-        if (w.fd == fds[i].fd) ready.push_back(w.on_readable);
-      }
-    }
-    for (auto& cb : ready) cb();
   }
 }
 
@@ -640,12 +651,19 @@ void Transport::flush(TimePoint deadline) {
 }
 
 void Transport::subscribe(const std::string& channel, MessageCallback on_message) {
+  subscribe_channels(std::vector<std::vector<std::string>>(servers_.size(), {channel}),
+                     [on_message = std::move(on_message)](std::size_t server, const std::string&,
+                                                          std::string_view message) { on_message(server, message); });
+}
+
+void Transport::subscribe_channels(std::vector<std::vector<std::string>> channels, ChannelCallback on_message) {
   if (subscribers_.empty()) {
     for (std::size_t i = 0; i < servers_.size(); ++i) {
       subscribers_.push_back(std::make_unique<Connection>(*this, i, Connection::Role::Subscriber));
     }
   }
-  for (auto& s : subscribers_) s->subscribe(channel, on_message);
+  for (std::size_t i = 0; i < subscribers_.size(); ++i)
+    subscribers_[i]->subscribe(std::move(channels.at(i)), on_message);
   TimePoint now = Clock::now();
   for (auto& s : subscribers_) s->maintain(now);
 }
@@ -663,15 +681,6 @@ std::string Transport::describe(std::size_t server) const {
   return servers_.at(server).redacted();
 }
 
-void Transport::watch(int fd, std::function<void()> on_readable) {
-  watched_.push_back({fd, std::move(on_readable)});
-}
-
-void Transport::unwatch(int fd) {
-  watched_.erase(std::remove_if(watched_.begin(), watched_.end(), [fd](const Watched& w) { return w.fd == fd; }),
-                 watched_.end());
-}
-
 void Transport::set_wait_sigmask(const sigset_t* mask) {
   if (mask) {
     wait_mask_ = *mask;
@@ -684,12 +693,12 @@ bool Transport::resolving() const {
   return std::any_of(commands_.begin(), commands_.end(), [](const auto& c) { return c->resolving(); });
 }
 
-std::string Transport::role(std::size_t server) const {
-  return commands_.at(server)->server_role();
+int Transport::database(std::size_t server) const {
+  return servers_.at(server).db;
 }
 
-const std::string& Transport::run_id(std::size_t server) const {
-  return commands_.at(server)->run_id();
+std::string Transport::role(std::size_t server) const {
+  return commands_.at(server)->server_role();
 }
 
 bool Transport::note_peer(std::size_t server) {

@@ -38,22 +38,17 @@ class Transport final : public Network {
   void run_until(const std::function<bool()>& done, TimePoint deadline) override;
   void flush(TimePoint deadline) override;
   void subscribe(const std::string& channel, MessageCallback on_message) override;
+  void subscribe_channels(std::vector<std::vector<std::string>> channels, ChannelCallback on_message) override;
   std::size_t subscribed() const override;
   void unsubscribe() override;
   std::string describe(std::size_t server) const override;
   std::string role(std::size_t server) const override;
+  int database(std::size_t server) const override;
   bool resolving() const override;
 
-  // Watches FD for the front end (a signal self-pipe, a child's pidfd): ON_READABLE runs inside
-  // run_until() whenever FD is readable.
-  void watch(int fd, std::function<void()> on_readable);
-  void unwatch(int fd);
   // The signal mask in force while waiting in ppoll() (signals blocked elsewhere are delivered only
   // there); nullptr leaves the mask alone.
   void set_wait_sigmask(const sigset_t* mask);
-
-  // The server's run_id once its connection answered INFO (empty before).
-  const std::string& run_id(std::size_t server) const;
 
   class Connection;  // internal
 
@@ -69,11 +64,6 @@ class Transport final : public Network {
   std::unique_ptr<TlsContext> tls_;
   std::vector<std::unique_ptr<Connection>> commands_;
   std::vector<std::unique_ptr<Connection>> subscribers_;
-  struct Watched {
-    int fd;
-    std::function<void()> on_readable;
-  };
-  std::vector<Watched> watched_;
   std::optional<sigset_t> wait_mask_;
   std::optional<Duration> cpu_wait_;
 };

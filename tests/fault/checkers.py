@@ -19,12 +19,13 @@ class Hold:
     can only overstate a hold, never shorten one."""
 
     __slots__ = ("w", "n", "start", "end", "fence", "token", "code", "outcome", "exit_how", "exit_sig", "wrote",
-                 "fenced_answer", "attempt", "done", "report")
+                 "fenced_answer", "attempt", "done", "report", "slot")
 
     def __init__(self, w, n):
         self.w, self.n = w, n
         self.start = self.end = None
         self.fence = self.token = self.code = self.outcome = self.exit_how = self.exit_sig = None
+        self.slot = None  # a semaphore's holder: its slot (REDLOCK_SLOT)
         self.wrote = False
         self.fenced_answer = None
         self.attempt = self.done = None
@@ -52,6 +53,7 @@ def holds(events):
             c.start = e["t"]
             c.fence = e.get("fence")
             c.token = e.get("token")
+            c.slot = e.get("slot")
         elif ev == "exit":
             c.end = e["t"] if c.end is None else min(c.end, e["t"])
             c.exit_how = e.get("how")
@@ -89,6 +91,40 @@ def overlaps(hs, exclude=()):
         if reach is None or h.end > reach.end:
             reach = h
     return found
+
+
+def over_limit(hs, limit):
+    """A semaphore's overlaps: the moments more than LIMIT holds were active at once (a sweep over
+    starts and ends, an end first at equal times). Each as (the earliest of them, the one that made
+    LIMIT + 1, how long all of them were active together), the shape of overlaps()."""
+    found = []
+    active = []
+    for h in sorted(hs, key=lambda h: h.start):
+        active = [a for a in active if a.end > h.start]
+        active.append(h)
+        if len(active) > limit:
+            first = min(active, key=lambda a: a.start)
+            found.append((first, h, min(a.end for a in active) - h.start))
+    return found
+
+
+def most_at_once(hs):
+    """The largest number of holds active at one instant."""
+    edges = sorted([(h.start, 1) for h in hs] + [(h.end, -1) for h in hs], key=lambda e: (e[0], e[1]))
+    running = peak = 0
+    for _, step in edges:
+        running += step
+        peak = max(peak, running)
+    return peak
+
+
+def slot_fence_violations(hs):
+    """A semaphore's fences: each slot is a lock of its own, whose fences must increase as
+    fence_violations() says; a hold with no slot is a violation."""
+    bad = [(h, None, "no slot") for h in hs if h.slot is None]
+    for slot in sorted({h.slot for h in hs if h.slot is not None}):
+        bad += fence_violations([h for h in hs if h.slot == slot])
+    return bad
 
 
 def fence_violations(hs):

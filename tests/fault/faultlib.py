@@ -511,19 +511,21 @@ def wait_limits_ms(env):
 
 
 def summarize(env, name, exclude=(), acceptable_codes=(0, 75, 79, 69), expect_cycles=1, heal_bound_s=None,
-              quiet_end=True, unfenced_may_lose=False):
+              quiet_end=True, unfenced_may_lose=False, limit=None):
     """The common checkers over ENV's history. EXCLUDE: cycles left out of the overlap check (a
     holder the scenario paused on purpose). Returns a Summary with `failures` for the criteria every
     scenario shares: no overlap, no lost update, fences increasing, no stale write accepted, no
     unexpected exit status, no hung redlock, no crashed worker, and (HEAL_BOUND_S) the lock taken
     again within that many seconds of every heal. UNFENCED_MAY_LOSE: the scenario lets a stale
-    holder write on purpose (only the fenced counter must stay exact)."""
+    holder write on purpose (only the fenced counter must stay exact). LIMIT: a semaphore's (--limit):
+    no more than LIMIT holds at once (instead of no overlap), fences increasing per slot, and the
+    counters, which LIMIT holders share, not judged."""
     events = env.history()
     hs = checkers.holds(events)
     t0 = env.t_start or (events[0]["t"] if events else 0)
     final = env.resource.final()
-    ov = checkers.overlaps(hs, exclude)
-    fences = checkers.fence_violations(hs)
+    ov = checkers.overlaps(hs, exclude) if limit is None else checkers.over_limit(hs, limit)
+    fences = checkers.fence_violations(hs) if limit is None else checkers.slot_fence_violations(hs)
     stale = checkers.stale_accepted(final["fenced_log"])
     stale_plain = checkers.stale_accepted(final["plain_log"])
     lost_fenced = checkers.lost_updates(final["fenced"], len(final["fenced_log"]))
@@ -558,11 +560,15 @@ def summarize(env, name, exclude=(), acceptable_codes=(0, 75, 79, 69), expect_cy
         hung=len(hung), overdue_waits=len(overdue), failures=[])
     s.holds = hs
     s.events = events
-    s.check(not ov, "%d overlapping holders, e.g. %s" % (len(ov), s["overlap_examples"][:2]))
+    if limit is None:
+        s.check(not ov, "%d overlapping holders, e.g. %s" % (len(ov), s["overlap_examples"][:2]))
+    else:
+        s["most_at_once"] = checkers.most_at_once(hs)
+        s.check(not ov, "more than %d holders at once (%d), e.g. %s" % (limit, s["most_at_once"], s["overlap_examples"][:2]))
     s.check(not fences, "fences not strictly increasing: %s" % s["fence_examples"][:2])
-    s.check(not stale, "the fenced resource accepted %d stale writes" % len(stale))
-    s.check(lost_fenced == 0, "fenced counter lost %d updates" % lost_fenced)
-    s.check(lost_plain == 0 or unfenced_may_lose, "unfenced counter lost %d updates" % lost_plain)
+    s.check(not stale or limit, "the fenced resource accepted %d stale writes" % len(stale))
+    s.check(lost_fenced == 0 or limit, "fenced counter lost %d updates" % lost_fenced)
+    s.check(lost_plain == 0 or unfenced_may_lose or limit, "unfenced counter lost %d updates" % lost_plain)
     s.check(not unexpected, "unexpected exit statuses: %s" % s["unexpected"])
     s.check(not hung, "%d redlock processes outlived their time budget" % len(hung))
     s.check(not overdue, "%d waits went on past their -w, e.g. %s" % (len(overdue), overdue[:3]))

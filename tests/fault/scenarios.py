@@ -194,22 +194,60 @@ def starvation(ctx):
 
 
 # ---------------------------------------------------------------------------------------------
+# A counting semaphore (--limit): at most K holders, each slot a lock of its own
+
+SEMAPHORE_LIMIT = 3
+
+
+@scenario("semaphore", "S1 S2 S11", 8)
+def semaphore(ctx):
+    """12 `run --limit 3` workers on one name while 1-2 of 5 servers are paused, rotating: never more
+    than 3 holders at once, 3 at once reached, fences increasing per slot."""
+    env = env_for(ctx, "semaphore")
+    try:
+        for _ in range(12):
+            env.add_worker(mode="run", run_args=["--limit", str(SEMAPHORE_LIMIT)], hold_ms=(30, 150))
+        env.run(ctx.seconds, pause_minority)
+        s = summarize(env, "semaphore", expect_cycles=10, limit=SEMAPHORE_LIMIT)
+        # The counters are shared by up to 3 holders at once: their lost updates say nothing here.
+        for key in ("lost_updates", "lost_updates_unfenced", "stale_accepted", "stale_accepted_unfenced"):
+            s[key] = None
+        s.check(s["most_at_once"] >= SEMAPHORE_LIMIT, "never %d holders at once (at most %d)"
+                % (SEMAPHORE_LIMIT, s["most_at_once"]))
+        return s
+    finally:
+        env.close()
+
+
+# ---------------------------------------------------------------------------------------------
 # S2: minority faults (pause, crash, drops and partitions, delay and stalls)
+
+
+def break_servers(env, gap, count, fault, heal, down, rounds=10000, ready=None, **note):
+    """The shape of the nemeses that break servers: up to ROUNDS times (the end of the run stops it
+    sooner), after a pause drawn from GAP (lo, hi) seconds, COUNT() servers drawn at random get FAULT
+    and, once DOWN() has slept, HEAL. FAULT and HEAL: (the Server method, what the nemesis log says).
+    READY(): false skips the round (no holder inside, say). NOTE: more fields of each fault record."""
+    rng = env.rng
+    for _ in range(rounds):
+        if not env.sleep(rng.uniform(*gap)):
+            return
+        if ready is not None and not ready():
+            continue
+        victims = rng.sample(env.servers, count())
+        for s in victims:
+            getattr(s, fault[0])()
+        env.note("fault", what=fault[1], servers=[s.index for s in victims], **note)
+        down()
+        for s in victims:
+            getattr(s, heal[0])()
+        env.note("heal", what=heal[1], servers=[s.index for s in victims])
 
 
 def pause_minority(env):
     rng = env.rng
-    for _ in range(10000):
-        if not env.sleep(rng.uniform(0.2, 0.5)):
-            return
-        victims = rng.sample(env.servers, rng.choice((1, 2)))
-        for s in victims:
-            s.freeze()
-        env.note("fault", what="SIGSTOP", servers=[s.index for s in victims])
-        env.sleep(rng.uniform(0.3, 1.5))
-        for s in victims:
-            s.thaw()
-        env.note("heal", what="SIGCONT", servers=[s.index for s in victims])
+    break_servers(env, (0.2, 0.5), lambda: rng.choice((1, 2)), ("freeze", "SIGSTOP"), ("thaw", "SIGCONT"),
+                  down=lambda: env.sleep(rng.uniform(0.3, 1.5)))
 
 
 @scenario("pause-minority", "S2", 10)
@@ -221,18 +259,10 @@ def pause_minority_scenario(ctx):
 def kill_minority(env):
     rng = env.rng
     delay = ttl_s(env) + 0.3
-    for _ in range(10000):
-        if not env.sleep(rng.uniform(0.3, 0.8)):
-            return
-        victims = rng.sample(env.servers, rng.choice((1, 2)))
-        for s in victims:
-            s.kill()
-        env.note("fault", what="kill -9", servers=[s.index for s in victims])
-        # Back only after the longest TTL: whatever they held has expired everywhere else.
-        time.sleep(delay + rng.uniform(0, 0.5))
-        for s in victims:
-            s.start()
-        env.note("heal", what="restart after TTL", servers=[s.index for s in victims])
+    # Back only after the longest TTL (even when the run ends meanwhile): whatever they held has
+    # expired everywhere else.
+    break_servers(env, (0.3, 0.8), lambda: rng.choice((1, 2)), ("kill", "kill -9"), ("start", "restart after TTL"),
+                  down=lambda: time.sleep(delay + rng.uniform(0, 0.5)))
 
 
 @scenario("kill-minority", "S2 S4", 12)
@@ -455,10 +485,7 @@ def crash_restart(mode):
                 time.sleep(delay)
             env.servers[crashed].start()
             env.note("heal", what="restart (%s)" % mode, server=crashed)
-            # Let that holder finish before the next round (bounded).
-            deadline = time.monotonic() + 10
-            while env.workers[w].cycle == n and time.monotonic() < deadline:
-                time.sleep(0.02)
+            wait_next_cycle(env.workers[w], n, 10)  # that holder finishes before the next round
     return nemesis
 
 
@@ -472,39 +499,34 @@ def crash_env(ctx, name, aof):
     return env
 
 
+def run_crash_restart(ctx, mode):
+    name = "crash-restart-" + mode
+    env = crash_env(ctx, name, aof=mode == "aof")
+    try:
+        env.run(ctx.seconds, crash_restart(mode))
+        return summarize(env, name, expect_cycles=2)
+    finally:
+        env.close()
+
+
 @scenario("crash-restart-empty", "S4 (negative control)", 12)
 def crash_restart_empty(ctx):
     """NEGATIVE CONTROL: a holder's server crashes and restarts at once without persistence. Must be
     caught: a second holder overlaps the first."""
-    env = crash_env(ctx, "crash-restart-empty", aof=False)
-    try:
-        env.run(ctx.seconds, crash_restart("empty"))
-        return summarize(env, "crash-restart-empty", expect_cycles=2)
-    finally:
-        env.close()
+    return run_crash_restart(ctx, "empty")
 
 
 @scenario("crash-restart-delayed", "S4", 12)
 def crash_restart_delayed(ctx):
     """A holder's server killed -9 and restarted empty only after the longest TTL: no overlap."""
-    env = crash_env(ctx, "crash-restart-delayed", aof=False)
-    try:
-        env.run(ctx.seconds, crash_restart("delayed"))
-        return summarize(env, "crash-restart-delayed", expect_cycles=2)
-    finally:
-        env.close()
+    return run_crash_restart(ctx, "delayed")
 
 
 @scenario("crash-restart-aof", "S4", 12)
 def crash_restart_aof(ctx):
     """A holder's server killed -9 and restarted at once with `appendonly yes, appendfsync always`:
     no overlap."""
-    env = crash_env(ctx, "crash-restart-aof", aof=True)
-    try:
-        env.run(ctx.seconds, crash_restart("aof"))
-        return summarize(env, "crash-restart-aof", expect_cycles=2)
-    finally:
-        env.close()
+    return run_crash_restart(ctx, "aof")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -558,21 +580,10 @@ def early_expiry_scenario(ctx):
 
 def quorum_loss(env, rounds=10000, hold_extra=0.5):
     """While someone holds: 3 of 5 servers frozen for longer than the TTL, then thawed."""
-    rng = env.rng
     ttl = ttl_s(env)
-    for _ in range(rounds):
-        if not env.sleep(rng.uniform(0.5, 1.2)):
-            return
-        if env.wait_inside(5.0) is None:
-            continue
-        victims = rng.sample(env.servers, 3)
-        for s in victims:
-            s.freeze()
-        env.note("fault", what="quorum lost (3 of 5 frozen)", servers=[s.index for s in victims], loss=True)
-        time.sleep(ttl + hold_extra)
-        for s in victims:
-            s.thaw()
-        env.note("heal", what="thaw", servers=[s.index for s in victims])
+    break_servers(env, (0.5, 1.2), lambda: 3, ("freeze", "quorum lost (3 of 5 frozen)"), ("thaw", "thaw"),
+                  down=lambda: time.sleep(ttl + hold_extra), rounds=rounds,
+                  ready=lambda: env.wait_inside(5.0) is not None, loss=True)
 
 
 def check_validity(s, env):
@@ -773,6 +784,29 @@ def stale_token(ctx):
 # S10: a holder paused past its TTL; S12: renewal; S13: loss; S14/L1: holder crash; S15: signals
 
 
+def holders(env, rounds, pause):
+    """Up to ROUNDS times, after a pause of PAUSE seconds (none once the run ends), the first holder
+    seen inside within 10 s whose worker's process is there: (round, w, child pid, n, that process);
+    a round without one yields nothing."""
+    for i in range(rounds):
+        if not env.sleep(pause):
+            return
+        got = env.wait_inside(10.0)
+        if got is None:
+            continue
+        w, pid, pgid, n = got
+        proc = env.workers[w].proc
+        if proc is not None:
+            yield i, w, pid, n, proc
+
+
+def wait_next_cycle(worker, n, timeout):
+    """Until WORKER has left its cycle N (its holder finished), at most TIMEOUT seconds."""
+    deadline = time.monotonic() + timeout
+    while worker.cycle == n and time.monotonic() < deadline:
+        time.sleep(0.02)
+
+
 def history_has(path, w, n, ev):
     return any(e.get("ev") == ev and e.get("w") == w and e.get("n") == n for e in faultlib.read_jsonl(path))
 
@@ -805,9 +839,7 @@ def pause_holder(rounds):
                 time.sleep(0.01)
             os.kill(proc.pid, signal.SIGCONT)
             env.note("heal", what="holder resumed", holder=[w, n])
-            deadline = time.monotonic() + 15
-            while victim.cycle == n and time.monotonic() < deadline:
-                time.sleep(0.02)
+            wait_next_cycle(victim, n, 15)
     return nemesis
 
 
@@ -847,6 +879,14 @@ def holder_pause(ctx):
         env.close()
 
 
+def long_runs(s):
+    """The commands of workers 0 and 1 (5 x TTL long) that ran to their end; none at all fails S."""
+    runs = [h for h in s.holds if h.w < 2 and h.exit_how == "end"]
+    s["long_runs"] = len(runs)
+    s.check(runs, "no command ran 5 x TTL to its end")
+    return runs
+
+
 @scenario("renewal", "S12", 14)
 def renewal(ctx):
     """Commands that run 5 x TTL (1s): renewed throughout, nobody else inside meanwhile."""
@@ -858,10 +898,7 @@ def renewal(ctx):
             env.add_worker(mode="run", ttl="1s", hold_ms=(10, 60), wait="20s")
         env.run(ctx.seconds)
         s = summarize(env, "renewal", acceptable_codes=(0, 75), expect_cycles=2)
-        long_runs = [h for h in s.holds if h.w < 2 and h.exit_how == "end"]
-        s["long_runs"] = len(long_runs)
-        s.check(long_runs, "no command ran 5 x TTL to its end")
-        for h in long_runs:
+        for h in long_runs(s):
             s.check(h.code == 0, "long run %s exit %s" % (h.key, h.code))
             s.check((h.report.get("renewals") or 0) >= 10, "long run %s renewed only %s times in %s ms" %
                     (h.key, h.report.get("renewals"), h.report.get("held_ms")))
@@ -897,10 +934,7 @@ def rolling_restart_scenario(ctx):
             env.add_worker(mode="acquire", ttl="1s", hold_ms=(10, 60), wait=None, run_args=["-n"])
         env.run(ctx.seconds, rolling_restart)
         s = summarize(env, "rolling-restart", acceptable_codes=(0, 75), expect_cycles=2)
-        long_runs = [h for h in s.holds if h.w < 2 and h.exit_how == "end"]
-        s["long_runs"] = len(long_runs)
-        s.check(long_runs, "no command ran 5 x TTL to its end")
-        for h in long_runs:
+        for h in long_runs(s):
             s.check(h.code == 0, "long run %s exit %s through the rolling restart" % (h.key, h.code))
         return s
     finally:
@@ -910,17 +944,8 @@ def rolling_restart_scenario(ctx):
 def blips(env):
     """3 of 5 servers frozen together for 0.3-1.5 s, rotating: no quorum for a while, then back."""
     rng = env.rng
-    for _ in range(10000):
-        if not env.sleep(rng.uniform(0.5, 1.0)):
-            return
-        victims = rng.sample(env.servers, 3)
-        for v in victims:
-            v.freeze()
-        env.note("fault", what="SIGSTOP of a majority", servers=[v.index for v in victims])
-        env.sleep(rng.uniform(0.3, 1.5))
-        for v in victims:
-            v.thaw()
-        env.note("heal", what="SIGCONT", servers=[v.index for v in victims])
+    break_servers(env, (0.5, 1.0), lambda: 3, ("freeze", "SIGSTOP of a majority"), ("thaw", "SIGCONT"),
+                  down=lambda: env.sleep(rng.uniform(0.3, 1.5)))
 
 
 @scenario("blip", "S3 L3", 12)
@@ -929,10 +954,7 @@ def blip_scenario(ctx):
     exits 69, nobody overlaps, and the lock is taken again soon after every blip."""
     env = env_for(ctx, "blip")
     try:
-        for _ in range(4):
-            env.add_worker(mode="run", ttl="2s", hold_ms=(10, 60), wait="10s")
-        for _ in range(2):
-            env.add_worker(mode="acquire", ttl="2s", hold_ms=(10, 60), wait="10s")
+        mixed_workers(env, 4, 2, ttl="2s", hold_ms=(10, 60), wait="10s")
         env.run(ctx.seconds, blips)
         # A holder inside when the majority froze cannot renew: it is lost (79), as it must be.
         return summarize(env, "blip", acceptable_codes=(0, 75, 79), expect_cycles=5, heal_bound_s=3)
@@ -1071,16 +1093,7 @@ def quorum_loss_scenario(ctx):
 def crash_holder(rounds):
     def nemesis(env):
         out = []
-        for _ in range(rounds):
-            if not env.sleep(0.5):
-                return out
-            got = env.wait_inside(10.0)
-            if got is None:
-                continue
-            w, pid, pgid, n = got
-            proc = env.workers[w].proc
-            if proc is None:
-                continue
+        for _, w, pid, n, proc in holders(env, rounds, 0.5):
             proc.kill()
             t = now()
             env.note("crash", what="kill -9 redlock run", holder=[w, n], child=pid)
@@ -1089,9 +1102,7 @@ def crash_holder(rounds):
                 time.sleep(0.005)
             dead_after = now() - t
             env.note("crash-result", holder=[w, n], child_alive=faultlib.pid_alive(pid), child_dead_ms=dead_after / MS)
-            deadline = time.monotonic() + 10
-            while env.workers[w].cycle == n and time.monotonic() < deadline:
-                time.sleep(0.02)
+            wait_next_cycle(env.workers[w], n, 10)
             out.append((w, n, t))
             env.sleep(2.5)  # the next holder has come (or not) before the next crash
         return out
@@ -1133,23 +1144,12 @@ def holder_crash(ctx):
 def send_signals(env):
     out = []
     sigs = [signal.SIGINT, signal.SIGTERM, signal.SIGHUP]
-    for i in range(100):
-        if not env.sleep(0.3):
-            return out
-        got = env.wait_inside(10.0)
-        if got is None:
-            continue
-        w, pid, pgid, n = got
-        proc = env.workers[w].proc
-        if proc is None:
-            continue
+    for i, w, _, n, proc in holders(env, 100, 0.3):
         sig = sigs[i % len(sigs)]
         proc.send_signal(sig)
         t = now()
         env.note("signal", holder=[w, n], sig=sig.name)
-        deadline = time.monotonic() + 10
-        while env.workers[w].cycle == n and time.monotonic() < deadline:
-            time.sleep(0.02)
+        wait_next_cycle(env.workers[w], n, 10)
         out.append((w, n, int(sig), t))
         if len(out) >= len(sigs) and env.stopping.is_set():
             return out

@@ -146,5 +146,34 @@ class Validity(unittest.TestCase):
         self.assertEqual(checkers.outlived_validity(hs, [200], self.TTL, drift=0.0, fixed_ns=0), [])
 
 
+def slot_cycle(w, n, start, end, fence, slot):
+    ev = cycle(w, n, start, end, fence)
+    ev[1]["slot"] = slot
+    return ev
+
+
+class Semaphore(unittest.TestCase):
+    def test_three_at_once_pass_a_limit_of_three_and_four_do_not(self):
+        three = checkers.holds(history(slot_cycle(0, 1, 100, 400, 1, 0), slot_cycle(1, 1, 150, 300, 1, 1),
+                                       slot_cycle(2, 1, 200, 500, 1, 2), slot_cycle(3, 1, 300, 600, 2, 1)))
+        self.assertEqual(checkers.over_limit(three, 3), [])
+        self.assertEqual(checkers.most_at_once(three), 3)
+        four = checkers.holds(history(slot_cycle(0, 1, 100, 400, 1, 0), slot_cycle(1, 1, 150, 300, 1, 1),
+                                      slot_cycle(2, 1, 200, 500, 1, 2), slot_cycle(3, 1, 250, 600, 1, 3)))
+        bad = checkers.over_limit(four, 3)
+        self.assertEqual([(a.w, b.w, d) for a, b, d in bad], [(0, 3, 50)])
+        self.assertEqual(checkers.most_at_once(four), 4)
+
+    def test_fences_increase_per_slot_not_across_slots(self):
+        good = checkers.holds(history(slot_cycle(0, 1, 100, 200, 5, 0), slot_cycle(1, 1, 150, 250, 1, 1),
+                                      slot_cycle(0, 2, 300, 400, 6, 0), slot_cycle(1, 2, 350, 450, 2, 1)))
+        self.assertEqual(checkers.slot_fence_violations(good), [])
+        self.assertNotEqual(checkers.fence_violations(good), [])  # across slots they do not increase
+        bad = checkers.holds(history(slot_cycle(0, 1, 100, 200, 5, 0), slot_cycle(0, 2, 300, 400, 5, 0)))
+        self.assertEqual(len(checkers.slot_fence_violations(bad)), 2)  # shared, and not increasing
+        no_slot = checkers.holds(history(cycle(0, 1, 100, 200, 1)))
+        self.assertEqual([why for _, _, why in checkers.slot_fence_violations(no_slot)], ["no slot"])
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)

@@ -1,6 +1,6 @@
 """Negative controls: a lock broken on purpose must be caught by a checker. redlock-faulty with
 REDLOCK_FAULT=release-any / no-validity / half-quorum /
-inherit-any-token (core/lock/faults.hpp), and the real binary with a
+inherit-any-token / semaphore-extra-slot (core/lock/faults.hpp), and the real binary with a
 holder's server restarted at once without persistence. Each runs a scenario that the real binary
 passes (test_safety.py, test_holder.py, test_crash.py) and asserts that the violation IS found."""
 
@@ -24,6 +24,11 @@ class Controls(ScenarioTest):
     def test_a_token_shared_by_sibling_workers_is_caught_by_overlaps(self):
         s = self.run_scenario("siblings", 6, fault="inherit-any-token")
         self.assertCaught(s, "overlaps")
+
+    def test_a_semaphore_with_one_slot_too_many_is_caught_admitting_one_more_holder(self):
+        s = self.run_scenario("semaphore", 4, fault="semaphore-extra-slot")
+        self.assertCaught(s, "overlaps")
+        self.assertEqual(s["most_at_once"], 4)
 
     def test_crash_restart_without_persistence_is_caught(self):
         s = self.run_scenario("crash-restart-empty", 10)

@@ -45,6 +45,11 @@ class Safety(ScenarioTest):
     def test_s8_stale_and_wrong_tokens(self):
         self.assertPassed(self.run_scenario("stale-token", 6))
 
+    def test_a_semaphore_admits_at_most_its_limit_under_a_rotating_minority_paused(self):
+        s = self.run_scenario("semaphore", 5)
+        self.assertPassed(s)
+        self.assertEqual(s["most_at_once"], 3)
+
     def test_s17_script_flush(self):
         self.assertPassed(self.run_scenario("script-flush", 6))
 

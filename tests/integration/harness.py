@@ -1,5 +1,5 @@
 """Shared pieces of the integration tests: real redis-server processes on free loopback ports,
-a minimal RESP client to look at what they hold, and a way to run the real redlock binary.
+a redis-py client to look at what they hold, and a way to run the real redlock binary.
 
 Every server is started by us, from a throw-away directory, and killed by its process id at the
 end; every wait is bounded in time.
@@ -13,9 +13,35 @@ import signal
 import ssl
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 import unittest
+
+
+def _rerun_under_a_python_with_redis():
+    """The tests use redis-py (Debian's python3-redis). When the python3 running a test file cannot
+    import it (a pyenv or virtualenv python3 ahead of Debian's in PATH), the file starts again under
+    the next python3 in PATH that can; CTest runs the tests with Debian's in the first place."""
+    this = os.path.realpath(sys.executable)
+    for folder in os.environ.get("PATH", "").split(os.pathsep):
+        python = os.path.join(folder or ".", "python3")
+        if not os.path.isfile(sys.argv[0]) or not os.access(python, os.X_OK) or os.path.realpath(python) == this:
+            continue
+        probe = subprocess.run([python, "-c", "import redis"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                               timeout=60)
+        if probe.returncode == 0:
+            sys.stderr.write("harness: %s cannot import redis; running under %s\n" % (sys.executable, python))
+            sys.stderr.flush()
+            os.execv(python, [python] + sys.argv)
+    raise ImportError("%s cannot import redis (Debian package python3-redis); run the tests with a python3 that can"
+                      % sys.executable)
+
+
+try:
+    import redis
+except ImportError:
+    _rerun_under_a_python_with_redis()
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -43,33 +69,102 @@ def free_port():
     raise RuntimeError("no free port")
 
 
-class RespError(Exception):
-    pass
+class RespError(redis.ResponseError):
+    """An error reply, with the server's whole text ("NOAUTH …", "ERR …", "WRONGPASS …")."""
+
+
+class _Lines(redis.connection.SocketBuffer):
+    """redis-py's socket buffer, remembering the type byte of the last reply line it read."""
+
+    kind = b""
+
+    def readline(self):
+        line = super().readline()
+        self.kind = line[:1]
+        return line
+
+
+class _Replies(redis.connection.PythonParser):
+    """redis-py's RESP2 parser, with replies as the server gives them: a simple string as str (its
+    "OK" stays "OK"), a bulk string as bytes, and an error as RespError with its code (redis-py's own
+    parser drops "NOAUTH ", "ERR " and the like from the text). Built on redis-py 4.3's parser
+    classes (Debian 12's python3-redis), which are not its public interface."""
+
+    def on_connect(self, connection):
+        super().on_connect(connection)
+        self._buffer.close()
+        self._buffer = _Lines(self._sock, self.socket_read_size, connection.socket_timeout)
+
+    def read_response(self, disable_decoding=False):
+        reply = super().read_response(disable_decoding)
+        if isinstance(reply, bytes) and self._buffer.kind == b"+":
+            return reply.decode()
+        return reply
+
+    def parse_error(self, response):
+        return RespError(response)
+
+
+class _TlsConnection(redis.Connection):
+    """A redis-py connection through an ssl.SSLContext made by the test (TlsServer.client_context)."""
+
+    def __init__(self, context, **kw):
+        super().__init__(**kw)
+        self.context = context
+
+    def _connect(self):
+        sock = super()._connect()
+        try:
+            return self.context.wrap_socket(sock, server_hostname=self.host)
+        except BaseException:
+            sock.close()
+            raise
+
+
+def _first_error(reply):
+    """The first error inside an array reply (redis-py hands them back in place), or None."""
+    if isinstance(reply, RespError):
+        return reply
+    for item in reply if isinstance(reply, list) else ():
+        error = _first_error(item)
+        if error is not None:
+            return error
+    return None
 
 
 class Resp:
-    """A blocking RESP2 client for looking at servers from tests (binary-safe)."""
+    """A blocking client for looking at servers from tests: one redis-py connection, binary-safe,
+    connected at once. call() sends a command and returns its reply; send() and read() are the two
+    halves, for pipelining and for what a subscription or MONITOR pushes. Failures to reach the
+    server raise OSError (ConnectionError, socket.timeout), as a socket would."""
 
     def __init__(self, port=None, host="127.0.0.1", path=None, timeout=2.0, password=None, user=None, tls=None):
+        kw = dict(socket_timeout=timeout, parser_class=_Replies)
         if path:
-            self.sock = socket.socket(socket.AF_UNIX)
-            self.sock.settimeout(timeout)
-            self.sock.connect(path)
+            self.conn = redis.UnixDomainSocketConnection(path=path, **kw)
+        elif tls is not None:
+            self.conn = _TlsConnection(tls, host=host, port=port, socket_connect_timeout=timeout, **kw)
         else:
-            self.sock = socket.create_connection((host, port), timeout=timeout)
-        if tls is not None:
-            # TLS: an ssl.SSLContext made by the test (TlsServer.client_context, say).
-            try:
-                self.sock = tls.wrap_socket(self.sock, server_hostname=host)
-            except Exception:
-                self.sock.close()
-                raise
-        self.buf = b""
+            self.conn = redis.Connection(host=host, port=port, socket_connect_timeout=timeout, **kw)
+        self._io(self.conn.connect)
         if password is not None:
-            self.call(*(["AUTH", user, password] if user else ["AUTH", password]))
+            try:
+                self.call(*(["AUTH", user, password] if user else ["AUTH", password]))
+            except BaseException:
+                self.close()
+                raise
+
+    @staticmethod
+    def _io(step, *args):
+        try:
+            return step(*args)
+        except redis.TimeoutError as e:
+            raise socket.timeout(str(e)) from e
+        except redis.ConnectionError as e:
+            raise ConnectionError(str(e)) from e
 
     def close(self):
-        self.sock.close()
+        self.conn.disconnect()
 
     def __enter__(self):
         return self
@@ -78,53 +173,18 @@ class Resp:
         self.close()
 
     def send(self, *args):
-        out = b"*%d\r\n" % len(args)
-        for a in args:
-            if isinstance(a, str):
-                a = a.encode()
-            elif isinstance(a, int):
-                a = str(a).encode()
-            out += b"$%d\r\n%s\r\n" % (len(a), a)
-        self.sock.sendall(out)
+        self._io(self.conn.send_command, *args)
 
     def call(self, *args):
         self.send(*args)
         return self.read()
 
-    def _line(self):
-        while b"\r\n" not in self.buf:
-            chunk = self.sock.recv(65536)
-            if not chunk:
-                raise ConnectionError("closed")
-            self.buf += chunk
-        line, self.buf = self.buf.split(b"\r\n", 1)
-        return line
-
-    def _exact(self, n):
-        while len(self.buf) < n + 2:
-            chunk = self.sock.recv(65536)
-            if not chunk:
-                raise ConnectionError("closed")
-            self.buf += chunk
-        data, self.buf = self.buf[:n], self.buf[n + 2:]
-        return data
-
     def read(self):
-        line = self._line()
-        kind, rest = line[:1], line[1:]
-        if kind == b"+":
-            return rest.decode()
-        if kind == b"-":
-            raise RespError(rest.decode())
-        if kind == b":":
-            return int(rest)
-        if kind == b"$":
-            n = int(rest)
-            return None if n < 0 else self._exact(n)
-        if kind == b"*":
-            n = int(rest)
-            return None if n < 0 else [self.read() for _ in range(n)]
-        raise RespError("bad reply %r" % line)
+        reply = self._io(self.conn.read_response)
+        error = _first_error(reply)
+        if error is not None:
+            raise error
+        return reply
 
 
 class PortTaken(Exception):

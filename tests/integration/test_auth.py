@@ -310,16 +310,17 @@ class AclUsers(Servers):
 
 # The least-privilege rule (README and redlock(1) document it), for --prefix locks:.
 LOCKER = "Pw-locker-0a6b3d95"
-RULE_COMMANDS = ["+evalsha", "+eval", "+get", "+set", "+incr", "+pexpire", "+pttl", "+type", "+del", "+publish",
-                 "+pubsub|numsub", "+subscribe", "+info"]
+RULE_COMMANDS = ["+evalsha", "+eval", "+get", "+set", "+incr", "+pexpire", "+pttl", "+type", "+del", "+time",
+                 "+publish", "+pubsub|numsub", "+subscribe", "+info", "+scan"]
 RULE_KEYS = ["~locks:*", "~{locks:*}:redlock:*"]
 RULE_CHANNELS = ["&{locks:*}:redlock:wake"]
 RULE = RULE_COMMANDS + RULE_KEYS + RULE_CHANNELS
 # What each part is needed for: the first of LeastPrivilege.STEPS that fails without it.
 NEEDED_FOR = {
     "+evalsha": "fresh", "+eval": "fresh", "+get": "fresh", "+set": "fresh", "+incr": "fresh", "+pexpire": "commands",
-    "+pttl": "commands", "+type": "fresh", "+del": "fresh", "+publish": "fresh", "+pubsub|numsub": "fresh",
-    "+subscribe": "wake-up", "+info": "duplicate", "~locks:*": "fresh", "~{locks:*}:redlock:*": "fresh",
+    "+pttl": "commands", "+type": "fresh", "+del": "fresh", "+time": "fence-expiry", "+publish": "fresh",
+    "+pubsub|numsub": "fresh", "+subscribe": "wake-up", "+info": "duplicate", "+scan": "list", "~locks:*": "fresh",
+    "~{locks:*}:redlock:*": "fresh",
     "&{locks:*}:redlock:wake": "fresh",
 }
 # Only for what needs them: a URL that names a database, a NAME with a hash tag of its own.
@@ -378,6 +379,15 @@ class LeastPrivilege(unittest.TestCase):
         r = self.rl("acquire", "job")
         self.check(r, 0, "acquire")
         self.check(self.rl("release", "job", "--token", r.stdout.strip()), 0, "release --token")
+
+    def step_fence_expiry(self):
+        """the fencing counter gets an expiry (TIME: where it is refused, counters never expire)."""
+        r = self.rl("acquire", "job")
+        self.check(r, 0, "acquire")
+        ttls = [s.pttl("{locks:job}:redlock:fence") for s in self.servers]
+        self.check(self.rl("release", "job", "--token", r.stdout.strip()), 0, "release --token")
+        if not all(t > 0 for t in ttls):
+            raise AssertionError("fencing counters without an expiry: PTTL %s" % ttls)
 
     def step_commands(self):
         """acquire, busy, status, extend, re-acquire with --token, release --token and --force."""
@@ -466,8 +476,33 @@ class LeastPrivilege(unittest.TestCase):
         if b["outcome"] != "child_exited" or b["attempts"] < 2 or b["fence"] <= a["fence"]:
             raise AssertionError("second run's report (it should have waited): %r" % b)
 
-    STEPS = [("fresh", step_fresh), ("commands", step_commands), ("duplicate", step_duplicate),
-             ("wake-up", step_wake_up), ("run", step_run)]
+    def step_list(self):
+        """list finds the locks under the prefix (SCAN) and reads them."""
+        r = self.rl("acquire", "job")
+        self.check(r, 0, "acquire")
+        listed = self.rl("--json", "list")
+        self.check(listed, 0, "list")
+        if [(row["name"], row["state"]) for row in listed.json()["locks"]] != [("job", "held")]:
+            raise AssertionError("list: %r" % listed.json())
+
+    def step_watch(self):
+        """watch --until free hears the release (CONFIG GET is refused: no keyspace notifications)."""
+        token = self.rl("acquire", "job").stdout.strip()
+        watcher = spawn(["--prefix", "locks:", "--timeout", "1s", "watch", "job", "--until", "free"],
+                        servers=",".join(self.urls), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            wait_for(lambda: min(self.numsub("{locks:job}:redlock:wake")) >= 1 or watcher.poll() is not None,
+                     timeout=5, what="watch to subscribe")
+            self.check(self.rl("release", "job", "--token", token), 0, "release")
+            out, err = watcher.communicate(timeout=10)
+        finally:
+            stop(watcher)
+        if watcher.returncode != 0 or b'"event":"released"' not in out:
+            raise AssertionError("watch: exit %s: %r %r" % (watcher.returncode, out, err))
+
+    STEPS = [("fresh", step_fresh), ("fence-expiry", step_fence_expiry), ("commands", step_commands),
+             ("duplicate", step_duplicate), ("wake-up", step_wake_up), ("run", step_run), ("list", step_list),
+             ("watch", step_watch)]
 
     def first_failure(self):
         for name, step in self.STEPS:

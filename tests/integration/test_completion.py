@@ -69,7 +69,8 @@ class Bash(unittest.TestCase):
     def test_subcommands(self):
         self.assertEqual(self.complete("ac"), ["acquire"])
         self.assertEqual(sorted(self.complete("")),
-                         sorted(["acquire", "extend", "release", "status", "run", "doctor", "completion"]))
+                         sorted(["acquire", "extend", "release", "status", "run", "elect", "doctor", "list",
+                                 "watch", "completion"]))
         # After global options and their values.
         self.assertEqual(self.complete("-S", "a:1,b:2", "--timeout", "1s", "st"), ["status"])
 
@@ -80,6 +81,11 @@ class Bash(unittest.TestCase):
         self.assertNotIn("--signal", self.complete("acquire", "--"))
         self.assertIn("--json", self.complete("status", "job", "--"))
         self.assertEqual(self.complete("doctor", "--tt"), ["--ttl"])
+        self.assertEqual(self.complete("elect", "job", "--ob"), ["--observe"])
+        self.assertIn("--signal", self.complete("elect", "job", "--"))
+        self.assertNotIn("--observe", self.complete("run", "job", "--"))
+        self.assertEqual(self.complete("watch", "job", "--un"), ["--until"])
+        self.assertEqual(self.complete("li"), ["list"])
 
     def test_values(self):
         self.assertIn("30s", self.complete("acquire", "--ttl", ""))
@@ -90,6 +96,7 @@ class Bash(unittest.TestCase):
             self.assertIn(sig, signals)
         self.assertEqual(self.complete("run", "--signal", "ki"), ["KILL"])
         self.assertEqual(self.complete("completion", ""), ["bash", "zsh"])
+        self.assertEqual(self.complete("watch", "job", "--until", ""), ["released", "free"])
         open(os.path.join(self.workdir, "token-out"), "w").close()
         self.assertEqual(self.complete("acquire", "job", "--token-file", "token-"), ["token-out"])
 
@@ -110,6 +117,7 @@ class Bash(unittest.TestCase):
     def test_the_command_after_double_dash(self):
         self.assertIn("sleep", self.complete("run", "job", "--", "slee"))
         self.assertNotIn("--signal", self.complete("run", "job", "--", "sleep", "--si"))
+        self.assertIn("sleep", self.complete("elect", "job", "--", "slee"))
 
 
 # Types each line into an interactive zsh (in a pseudo-terminal) with the completion loaded from
@@ -146,6 +154,8 @@ class Zsh(unittest.TestCase):
             ("redlock release job --f", "release job --force"),
             ("redlock completion z", "completion zsh"),
             ("redlock run job -- slee", "run job -- sleep"),
+            ("redlock elect job --obs", "elect job --observe"),
+            ("redlock elect job -- slee", "elect job -- sleep"),
         ]
         with tempfile.TemporaryDirectory(prefix="redlock-zsh-") as d:
             with open(os.path.join(d, "_redlock"), "wb") as f:

@@ -6,7 +6,8 @@ import time
 
 from harness import ClusterTest, main, redlock
 
-CHECKS = ["reachable", "fault-tolerance", "master", "distinct", "persistence", "clock", "uptime", "acl", "latency"]
+CHECKS = ["reachable", "fault-tolerance", "master", "distinct", "persistence", "clock", "uptime", "acl", "fences",
+          "latency"]
 ALWAYS = ("--appendonly", "yes", "--appendfsync", "always")
 
 
@@ -66,6 +67,25 @@ class Healthy(ClusterTest):
         self.assertRegex(probe, r"^app:redlock-doctor:[0-9a-f]{32}$")
         # Nothing under any name: not the key, not its owner record, not a fencing counter.
         self.assertEqual(keys_everywhere(self.cluster), [])
+
+    def test_the_fencing_counters_under_the_prefix_are_counted(self):
+        for name in ("build-1", "build-2", "{build}-3"):
+            token = self.rl("--prefix", "app:", "acquire", name).stdout.strip()
+            self.assertEqual(self.rl("--prefix", "app:", "release", name, "--token", token).code, 0)
+        self.assertEqual(self.rl("--prefix", "other:", "acquire", "build-1").code, 0)
+        self.assertEqual(self.rl("acquire", "app-lookalike").code, 0)
+        r = self.rl("--timeout", "2s", "--prefix", "app:", "--json", "doctor")
+        self.assertEqual(r.code, 0, r)
+        for s in r.json()["servers"]:
+            self.assertEqual((s["fence_keys"], s["fence_keys_complete"]), (3, True), s)
+        fences = checks_of(r)["fences"]
+        self.assertEqual(fences["verdict"], "ok")
+        self.assertTrue(fences["summary"].startswith("3 fencing counters under the prefix 'app:'"), fences)
+        plain = self.rl("--timeout", "2s", "--prefix", "app:", "doctor")
+        self.assertIn("3 fencing counters", plain.stdout)
+        # Without a prefix, every one.
+        for s in self.rl("--timeout", "2s", "--json", "doctor").json()["servers"]:
+            self.assertEqual(s["fence_keys"], 5)
 
     def test_an_empty_script_cache_changes_nothing(self):
         # After a restart or SCRIPT FLUSH the probe runs in the same order (a NOSCRIPT retried at
@@ -261,6 +281,16 @@ class RestrictedUser(ClusterTest):
         self.assertEqual(keys_everywhere(self.cluster), [])
 
 
+    def test_a_refused_scan_is_an_acl_failure(self):
+        # list needs SCAN; the probe asks for it.
+        with self.cluster.servers[0].client() as c:
+            c.call("ACL", "SETUSER", "locker", "-scan")
+        r = redlock(["--timeout", "2s", "--json", "doctor"], servers=self.servers_as("locker"))
+        self.assertEqual(r.code, 1, r)
+        details = {n["server"]: n["detail"] for n in checks_of(r)["acl"]["servers"]}
+        self.assertIn("SCAN (list)", details["redis://locker:***@%s" % self.cluster.servers[0].address], details)
+        self.assertEqual(keys_everywhere(self.cluster), [])
+
     def test_a_refused_evalsha_is_an_acl_failure(self):
         with self.cluster.servers[2].client() as c:
             c.call("ACL", "SETUSER", "locker", "-evalsha")
@@ -271,6 +301,26 @@ class RestrictedUser(ClusterTest):
         details = {n["server"]: n["detail"] for n in acl["servers"]}
         self.assertIn("EVALSHA", details["redis://locker:***@%s" % self.cluster.servers[2].address], details)
         self.assertEqual(keys_everywhere(self.cluster), [])
+
+
+    def test_a_refused_time_warns_that_counters_never_expire_and_a_refused_scan_is_unknown(self):
+        with self.cluster.servers[0].client() as c:
+            c.call("ACL", "SETUSER", "locker", "-time")
+        with self.cluster.servers[2].client() as c:
+            c.call("ACL", "SETUSER", "locker", "-scan")
+        r = redlock(["--timeout", "2s", "--json", "doctor"], servers=self.servers_as("locker"))
+        fences = checks_of(r)["fences"]
+        self.assertEqual(fences["verdict"], "warn", fences)
+        notes = {n["server"]: n for n in fences["servers"]}
+        first, last = ("redis://locker:***@%s" % self.cluster.servers[i].address for i in (0, 2))
+        self.assertEqual(notes[first]["detail"], "TIME refused: fencing counters never expire here")
+        self.assertEqual(notes[last]["verdict"], "unknown")
+        self.assertIn("+time", fences["advice"])
+        self.assertIsNone(r.json()["servers"][2]["fence_keys"])
+        # The lock itself still works there; that server's counter just has no expiry.
+        token = redlock(["acquire", "job"], servers=self.servers_as("locker"))
+        self.assertEqual(token.code, 0, token)
+        self.assertEqual([s.pttl("{job}:redlock:fence") > 0 for s in self.cluster.servers], [False, True, True])
 
 
 class SameServerTwice(ClusterTest):

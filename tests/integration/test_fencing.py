@@ -1,5 +1,5 @@
 """Fencing tokens across N masters: strictly increasing from holder to holder, through `run`, across
-a kill -9 and empty restart of a minority; and the resource side (examples/fenced-write.*) rejecting
+a kill -9 and empty restart of a minority, and after the counters expired; and the resource side (examples/fenced-write.*) rejecting
 the late write of a holder paused past its TTL while accepting the next holder's."""
 
 import os
@@ -20,12 +20,25 @@ class Fences(ClusterTest):
         self.assertEqual(self.rl("release", name, "--token", j["token"]).code, 0)
         return j["fence"]
 
+    def server_seconds(self, i=0):
+        with self.cluster.servers[i].client() as c:
+            return int(c.call("TIME")[0])
+
+    def fence_keys(self, key="{job}:redlock:fence"):
+        return [s.get(key) for s in self.cluster.servers]
+
     def test_strictly_increasing_over_many_holders(self):
         fences = [self.acquire_release() for _ in range(40)]
         self.assertEqual(fences, sorted(set(fences)))
-        self.assertEqual(fences[0], 1)
-        # Another name has a counter of its own.
-        self.assertEqual(self.acquire_release("other"), 1)
+        # A new counter starts at the servers' clock (microseconds, to the second), then counts by one.
+        self.assertEqual(fences[0] % 10**6, 0)
+        self.assertLess(abs(fences[0] // 10**6 - self.server_seconds()), 5)
+        self.assertLess(fences[-1], 2**53)  # exact in a Lua number, a double, and JSON
+        self.assertEqual(fences, list(range(fences[0], fences[0] + 40)))
+        # Another name has a counter of its own, which starts at the clock too.
+        other = self.acquire_release("other")
+        self.assertEqual(other % 10**6, 0)
+        self.assertEqual(self.rl("--json", "status", "job").json()["fence"], fences[-1])
 
     def test_through_run(self):
         out = []
@@ -49,7 +62,13 @@ class Fences(ClusterTest):
     def test_a_restarted_server_that_answers_late_still_gets_the_fence(self):
         # Restarted empty, the server has no scripts cached, and it answers after the quorum has
         # decided: the fence goes to it without waiting, so it must carry its script, since a
-        # NOSCRIPT that nobody reads would leave its counter behind for the next holder.
+        # NOSCRIPT that nobody reads would leave its counter behind for the next holder. The counters
+        # are far above the clock (as a server clock that was ahead leaves them), so that the one
+        # the late server starts from its clock is below the fence.
+        ahead = 2 * 10**15
+        for s in self.cluster.servers:
+            with s.client() as c:
+                c.call("SET", "{job}:redlock:fence", ahead)
         for _ in range(3):
             self.acquire_release()
         late = self.cluster.servers[4]
@@ -59,22 +78,72 @@ class Fences(ClusterTest):
             fence = self.acquire_release()
         finally:
             late.thaw()
-        self.assertEqual(fence, 4)
-        wait_for(lambda: late.get("{job}:redlock:fence") == b"4", timeout=5,
-                 what="fence 4 on the late server")
+        self.assertEqual(fence, ahead + 4)
+        wait_for(lambda: late.get("{job}:redlock:fence") == str(ahead + 4).encode(), timeout=5,
+                 what="the fence on the late server")
 
     def test_status_shows_the_last_fence(self):
-        for _ in range(3):
+        first = self.acquire_release()
+        for _ in range(2):
             self.acquire_release()
         j = self.rl("--json", "status", "job").json()
-        self.assertEqual(j["fence"], 3)
+        self.assertEqual(j["fence"], first + 2)
 
-    def test_the_counter_never_expires_and_never_changes_the_lock_key(self):
+    def test_the_counter_expires_unused_and_never_changes_the_lock_key(self):
         r = self.rl("--json", "acquire", "job").json()
+        day = 24 * 3600 * 1000
         for s in self.cluster.servers:
             self.assertEqual(s.get("job"), r["token"].encode())
-            if s.get("{job}:redlock:fence") is not None:
-                self.assertEqual(s.pttl("{job}:redlock:fence"), -1)
+            self.assertGreater(s.pttl("{job}:redlock:fence"), 30 * day - 60000)  # 30 days by default
+            self.assertLessEqual(s.pttl("{job}:redlock:fence"), 30 * day)
+        self.assertEqual(self.rl("release", "job", "--token", r["token"]).code, 0)
+        # Every acquisition sets the expiry anew (a sliding expiry), to --fence-ttl.
+        for s in self.cluster.servers:
+            with s.client() as c:
+                c.call("PEXPIRE", "{job}:redlock:fence", 60000)
+        self.assertEqual(self.rl("acquire", "job", "--fence-ttl", "2h", "--ttl", "5s").code, 0)
+        for s in self.cluster.servers:
+            self.assertGreater(s.pttl("{job}:redlock:fence"), 2 * 3600 * 1000 - 60000)
+            self.assertLessEqual(s.pttl("{job}:redlock:fence"), 2 * 3600 * 1000)
+
+    def test_a_fence_ttl_under_an_hour_is_a_usage_error(self):
+        for bad in ("59m", "0", "-1h", "x"):
+            r = self.rl("acquire", "job", "--fence-ttl=" + bad)
+            self.assertEqual(r.code, 64, (bad, r))
+            self.assertRegex(r.stderr, r"^redlock: error: .*--fence-ttl")
+            self.assertEqual(self.fence_keys(), [None] * 5)
+        self.assertEqual(self.rl("run", "--fence-ttl", "30m", "job", "--", "true").code, 64)
+
+    def test_after_the_counters_expire_the_next_fence_is_still_higher(self):
+        last = 0
+        for _ in range(3):
+            last = self.acquire_release()
+        # The counters expire (here: are deleted) at least a second after the last fence, as an
+        # expiry of an hour or more always is: a counter starts again at its server's clock.
+        wait_for(lambda: self.server_seconds() > last // 10**6, timeout=3, what="the next second")
+        for s in self.cluster.servers:
+            with s.client() as c:
+                c.call("DEL", "{job}:redlock:fence")
+        fence = self.acquire_release()
+        self.assertGreater(fence, last)
+        self.assertEqual(fence % 10**6, 0)
+        # And through run too.
+        wait_for(lambda: self.server_seconds() > fence // 10**6, timeout=3, what="the next second")
+        for s in self.cluster.servers:
+            with s.client() as c:
+                c.call("DEL", "{job}:redlock:fence")
+        r = self.rl("run", "job", "--", "sh", "-c", 'echo "$REDLOCK_FENCE"')
+        self.assertEqual(r.code, 0, r)
+        self.assertGreater(int(r.stdout), fence)
+
+    def test_a_counter_of_an_earlier_version_goes_on_and_gets_an_expiry(self):
+        # Earlier versions kept the counter for ever and started it at 1.
+        for s in self.cluster.servers:
+            with s.client() as c:
+                c.call("SET", "{job}:redlock:fence", "7")
+        self.assertEqual([self.acquire_release() for _ in range(2)], [8, 9])
+        for s in self.cluster.servers:
+            self.assertGreater(s.pttl("{job}:redlock:fence"), 0)
 
 
 class Recipes(ClusterTest):
@@ -111,6 +180,19 @@ class Recipes(ClusterTest):
         with self.assertRaisesRegex(RespError, "BADFENCE"):
             self.lua("x", "bad")
         self.assertEqual(self.resource.get("resource"), b"c")
+
+    def test_the_recipes_take_fences_as_large_as_a_clock_in_microseconds(self):
+        big = 1795626127000005
+        self.assertEqual(self.lua(big, "a"), "OK")
+        with self.assertRaisesRegex(RespError, "STALE fence %d is older than %d$" % (big - 1, big)):
+            self.lua(big - 1, "late")
+        self.assertEqual(self.lua(big + 1, "b"), "OK")
+        self.assertEqual(self.resource.get("resource:fence"), str(big + 1).encode())
+        target = os.path.join(self.tmp, "state")
+        write = os.path.join(EXAMPLES, "fenced-write.sh")
+        self.assertEqual(subprocess.run([write, target, str(big)], input=b"big").returncode, 0)
+        late = subprocess.run([write, target, str(big - 1)], input=b"late", capture_output=True)
+        self.assertEqual(late.returncode, 3, late)
 
     def test_file_recipe_rejects_lower_fences_only(self):
         target = os.path.join(self.tmp, "state")

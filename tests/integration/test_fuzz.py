@@ -35,13 +35,14 @@ OPTIONS = {
                       ("-c", ["true", "exit 3", ""])],
     "extend": [("--token", TOKENS), ("--ttl", DURATIONS)],
     "release": [("--token", TOKENS), ("--force", None)],
-    "status": [], "doctor": [], "completion": [], "acquier": [], "": [],
+    "status": [], "doctor": [], "completion": [], "acquier": [], "": [], "list": [],
+    "watch": [("--until", ["free", "released", "never", ""])],
 }
 GLOBAL = [("--timeout", ["50ms", "0", "-1", "1x", "0.2"]), ("--json", None), ("-v", None), ("-q", None),
           ("--prefix", ["p:", "", "x" * 300]), ("-S", SERVER_LISTS), ("--password-file", ["{dir}/nothing"]),
           ("--tls-insecure", None)]
 # The lock commands most often; the others, a misspelt one and none now and then.
-COMMANDS = ["acquire"] * 4 + ["run"] * 4 + ["extend", "release", "status"] * 2 + ["doctor", "completion", "acquier", ""]
+COMMANDS = ["acquire"] * 4 + ["run"] * 4 + ["extend", "release", "status"] * 2 + ["doctor", "completion", "acquier", "", "list", "watch"]
 CHILDREN = [["true"], ["false"], ["sh", "-c", "exit 5"], ["/nonexistent/cmd"], ["/"], ["sleep", "0.05"]]
 # Exit statuses of the contract, and those the command lines below can ask for (-E, --lost-exit-code,
 # the children's own, 128+N for a child that kills itself).
@@ -67,6 +68,12 @@ def command_line(rnd, cluster, scratch):
         argv.append(command)
     if command in ("acquire", "extend", "release", "status", "run") and rnd.random() < 0.95:
         argv.append(rnd.choice(NAMES))
+    if command == "list" and rnd.random() < 0.5:
+        argv.append(rnd.choice(["*", "job*", "[", "", "\\"]))
+    if command == "watch":  # on a free lock, --until ends it at once; servers that never answer would not
+        argv += [rnd.choice(NAMES), "--until", "free"]
+        if "-S" in argv:
+            del argv[argv.index("-S"):argv.index("-S") + 2]
     if command == "completion" and rnd.random() < 0.8:
         argv.append(rnd.choice(["bash", "zsh", "fish", ""]))
     pool = OPTIONS[command]
@@ -117,7 +124,7 @@ class RandomCommandLines(ClusterTest):
                 # owner record left. A fencing counter stays, as it does after every acquisition.
                 wait_for(lambda: not [k for k in self.keys() - before if not k.endswith(b":redlock:fence")],
                          timeout=2, what="%s: exit %d left no key" % (shown, r.code))
-            if "--json" in argv and command in ("acquire", "extend", "release", "status", "doctor"):
+            if "--json" in argv and command in ("acquire", "extend", "release", "status", "doctor", "list"):
                 lines = r.stdout.splitlines()
                 self.assertEqual(len(lines), 1, "%s: %r" % (shown, r.stdout[:500]))
                 self.assertEqual(json.loads(lines[0])["version"], 1, shown)

@@ -6,10 +6,9 @@ import subprocess
 import sys
 import time
 
-from harness import ClusterTest, main, spawn
+from harness import ClusterTest, main, spawn  # first: it sees to a python3 that has redis-py
 
-sys.path.append("/usr/lib/python3/dist-packages")
-import redis  # noqa: E402
+import redis
 
 
 class RedisPy(ClusterTest):

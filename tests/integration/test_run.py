@@ -768,7 +768,7 @@ class Child(RunTest):
         report = self.path("inner.json")
         # One server's counter far above the fence: only the enclosing run knows the real one.
         r = self.rl("run", "job", "--", "sh", "-c",
-                    "echo $REDLOCK_FENCE; redis-cli -p {port} SET '{{job}}:redlock:fence' 1000 >/dev/null; "
+                    "echo $REDLOCK_FENCE; redis-cli -p {port} SET '{{job}}:redlock:fence' $((REDLOCK_FENCE + 1000)) >/dev/null; "
                     "{b} --json acquire job; {b} run --report {rep} job -- true".format(
                         b=b, rep=report, port=self.cluster.servers[0].port))
         self.assertEqual(r.code, 0, r)

@@ -41,6 +41,9 @@ class FakeNetwork final : public Network {
     std::vector<std::string> log;  // script names (or command names), in arrival order
     std::size_t publishes = 0;
     std::vector<std::string> announced;  // what was published, in order
+    // The server's wall clock, as the distance from virtual time zero to the epoch: fencing
+    // counters expire and restart from it. None: TIME is refused (counters from 1, never expiring).
+    std::optional<Duration> wall;
   };
 
   explicit FakeNetwork(std::size_t n, Duration timeout = std::chrono::milliseconds(100)) : timeout_(timeout) {
@@ -172,6 +175,8 @@ class FakeNetwork final : public Network {
   void set(std::size_t i, const std::string& key, const std::string& value, Duration ttl) {
     servers[i].data[key] = Entry{value, "string", now_ + ttl};
   }
+  // How long server I still keeps KEY (ms), -1 without an expiry, -2 when absent.
+  std::int64_t ttl_ms(std::size_t i, const std::string& key) { return pttl(i, key); }
 
  private:
   struct Event {
@@ -209,6 +214,16 @@ class FakeNetwork final : public Network {
     return std::chrono::duration_cast<std::chrono::milliseconds>(e->expires - now_).count();
   }
 
+  std::int64_t seconds_since_epoch(std::size_t i) const {
+    return std::chrono::duration_cast<std::chrono::seconds>(*servers[i].wall + now_.time_since_epoch()).count();
+  }
+
+  // A fencing counter's write: with the expiry TTL_MS, or none where TIME is refused.
+  void store_fence(std::size_t i, const std::string& key, const std::string& value, const std::string& ttl_ms) {
+    TimePoint expires = servers[i].wall ? now_ + std::chrono::milliseconds(std::stoll(ttl_ms)) : kNever;
+    servers[i].data[key] = Entry{value, "string", expires};
+  }
+
   std::int64_t counter(std::size_t i, const std::string& key) {
     Entry* e = find(i, key);
     return e ? std::stoll(e->value) : 0;
@@ -225,6 +240,15 @@ class FakeNetwork final : public Network {
 
   static Reply arr(std::vector<Reply> e) { return Reply::array(std::move(e)); }
 
+  // What status.lua answers for one lock (and list.lua for each).
+  Reply status_reply(std::size_t i, const std::string& lock, const std::string& owner, const std::string& fence) {
+    Entry* e = find(i, lock);
+    Entry* o = find(i, owner);
+    return arr({Reply::status(e ? e->type : "none"), e && e->type == "string" ? Reply::string(e->value) : Reply::nil(),
+                Reply::number(pttl(i, lock)), o ? Reply::string(o->value) : Reply::nil(),
+                Reply::number(counter(i, fence))});
+  }
+
   Result execute(std::size_t i, const Request& request) {
     Server& s = servers[i];
     Result r;
@@ -233,11 +257,14 @@ class FakeNetwork final : public Network {
     const auto& a = request.argv;  // numkeys, keys…, args…
     auto ms = [](const std::string& text) { return std::chrono::milliseconds(std::stoll(text)); };
     if (name == "acquire") {
-      const std::string &lock = a[1], &fence = a[2], &owner = a[3], &token = a[4], &ttl = a[5], &owner_value = a[6],
-                        &channel = a[7];
+      const std::string &lock = a[1], &fence = a[2], &owner = a[3], &token = a[4], &owner_value = a[6], &channel = a[7];
+      // "TTL FENCE_TTL", as acquire.lua reads it.
+      const std::string ttl = a[5].substr(0, a[5].find(' ')), fence_ttl = a[5].substr(a[5].find(' ') + 1);
+      // As acquire.lua's bump: one more, or where there is none, the clock's second in microseconds.
       auto incr = [&] {
         std::int64_t c = counter(i, fence) + 1;
-        s.data[fence] = Entry{std::to_string(c), "string", kNever};
+        if (c == 1 && s.wall) c = std::max<std::int64_t>(1, seconds_since_epoch(i) * 1000000);
+        store_fence(i, fence, std::to_string(c), fence_ttl);
         return c;
       };
       Entry* e = find(i, lock);
@@ -289,31 +316,64 @@ class FakeNetwork final : public Network {
       r.reply = Reply::number(ours ? set : e ? 0 : -1);
     } else if (name == "heal") {
       const std::string &lock = a[1], &owner = a[2], &fence = a[3], &token = a[4], &ttl = a[5], &owner_value = a[6],
-                        &fence_value = a[7];
+                        &fence_value = a[7], &fence_ttl = a[8];
       bool missing = !find(i, lock);
       if (missing) {
         s.data[lock] = Entry{token, "string", now_ + ms(ttl)};
         if (!owner_value.empty()) s.data[owner] = Entry{owner_value, "string", now_ + ms(ttl)};
-        if (std::stoll(fence_value) > counter(i, fence)) s.data[fence] = Entry{fence_value, "string", kNever};
+        if (std::stoll(fence_value) > counter(i, fence)) store_fence(i, fence, fence_value, fence_ttl);
       }
       r.reply = Reply::number(missing ? 1 : 0);
     } else if (name == "fence") {
-      const std::string &key = a[1], &proposed = a[2];
+      const std::string &key = a[1], &proposed = a[2], &fence_ttl = a[3];
       std::int64_t c = counter(i, key), p = std::stoll(proposed);
-      if (p > c) s.data[key] = Entry{proposed, "string", kNever};
+      if (p > c) store_fence(i, key, proposed, fence_ttl);
       r.reply = Reply::number(std::max(c, p));
     } else if (name == "status") {
-      const std::string &lock = a[1], &owner = a[2], &fence = a[3];
-      Entry* e = find(i, lock);
-      Entry* o = find(i, owner);
-      r.reply = arr({Reply::status(e ? e->type : "none"),
-                     e && e->type == "string" ? Reply::string(e->value) : Reply::nil(), Reply::number(pttl(i, lock)),
-                     o ? Reply::string(o->value) : Reply::nil(), Reply::number(counter(i, fence))});
+      r.reply = status_reply(i, a[1], a[2], a[3]);
+    } else if (name == "list") {
+      std::vector<Reply> locks;
+      for (std::size_t k = 1; k + 2 < a.size(); k += 3) locks.push_back(status_reply(i, a[k], a[k + 1], a[k + 2]));
+      r.reply = arr(std::move(locks));
+    } else if (name == "probe") {
+      r.reply = probe(i, a);
+    } else if (name == "SET") {  // SET key value NX, as a semaphore stores its limit
+      bool set = !find(i, a[1]);
+      if (set) s.data[a[1]] = Entry{a[2], "string", kNever};
+      r.reply = set ? Reply::status("OK") : Reply::nil();
+    } else if (name == "DEL") {
+      r.reply = Reply::number(static_cast<std::int64_t>(s.data.erase(a[1])));
+    } else if (name == "SCAN") {
+      // Everything at once, and of MATCH only the end: the caller sorts out the rest.
+      std::vector<Reply> keys;
+      for (const auto& [key, entry] : s.data) {
+        const std::string tail = ":redlock:fence";
+        if (key.size() >= tail.size() && key.compare(key.size() - tail.size(), tail.size(), tail) == 0 &&
+            (entry.expires == kNever || entry.expires > now_)) {
+          keys.push_back(Reply::string(key));
+        }
+      }
+      r.reply = arr({Reply::string("0"), arr(std::move(keys))});
     } else {
       r.failure = Failure::Reply;
       r.error = "ERR unknown command";
     }
     return r;
+  }
+
+  // A semaphore's probe: the limit, then each slot's type, value, PTTL and owner record.
+  Reply probe(std::size_t i, const std::vector<std::string>& a) {
+    auto text = [&](Entry* e) { return e && e->type == "string" ? Reply::string(e->value) : Reply::nil(); };
+    std::vector<Reply> out{text(find(i, a[1]))};
+    const auto keys = static_cast<std::size_t>(std::stoll(a[0]));
+    for (std::size_t k = 2; k + 1 <= keys; k += 2) {
+      Entry* e = find(i, a[k]);
+      out.push_back(Reply::status(e ? e->type : "none"));
+      out.push_back(text(e));
+      out.push_back(Reply::number(pttl(i, a[k])));
+      out.push_back(text(find(i, a[k + 1])));
+    }
+    return arr(std::move(out));
   }
 
   Duration timeout_;

@@ -3,7 +3,8 @@
 -- as its owner record says ("UNIX_MS/TTL_MS OWNER"; else ARGV[2]), or to the lock's remaining TTL
 -- when that is longer: an extend without a TTL never shortens a lock. Returns the expiry set (ms,
 -- > 0) when it did, 0 when the lock is held otherwise, -1 when there is no lock at all (a server
--- restarted empty: the lock can be put back there, see heal.lua).
+-- restarted empty: the lock can be put back there, see heal.lua). An extension is announced as
+-- 'extended' on the wake-up channel ARGV[4] (absent or '' for none), for `watch`: waiters ignore it.
 local kind = redis.call('TYPE', KEYS[1])['ok']
 if kind == 'string' and redis.call('GET', KEYS[1]) == ARGV[1] then
   local ttl = tonumber(ARGV[2])
@@ -15,6 +16,9 @@ if kind == 'string' and redis.call('GET', KEYS[1]) == ARGV[1] then
   end
   redis.call('PEXPIRE', KEYS[1], ttl)
   redis.call('PEXPIRE', KEYS[2], ttl)
+  if ARGV[4] and ARGV[4] ~= '' then
+    redis.call('PUBLISH', ARGV[4], 'extended')
+  end
   return ttl
 end
 if kind == 'none' then

@@ -28,6 +28,8 @@ ServerFacts healthy(std::size_t i) {
   f.appendfsync = "always";
   f.clock = ClockSample{1'700'000'000'000'000, TimePoint(10s), 500us};
   f.probed = true;
+  f.fence_keys = 0;
+  f.fence_scan_complete = true;
   return f;
 }
 
@@ -127,7 +129,7 @@ TEST_CASE("assess: with no server that answered, the other checks are unknown, n
     servers[i].error = "connect: Connection refused";
   }
   DoctorReport report = assess(servers, options());
-  REQUIRE(report.checks.size() == 9);
+  REQUIRE(report.checks.size() == 10);
   CHECK(report.checks[0].name == "reachable");
   CHECK(report.checks[0].verdict == Verdict::Fail);
   // How many servers are listed is known without an answer.
@@ -317,7 +319,7 @@ TEST_CASE("uptime: younger than the longest TTL warns, unless every write is on 
   servers[0].appendfsync = "everysec";
   Check c = check_uptime(servers, options(30s));
   CHECK(c.verdict == Verdict::Warn);
-  CHECK(c.notes[0].text == "up for 5s, less than --ttl 30s");
+  CHECK(c.notes[0].text == "up for 5s, less than the TTL 30s");
   CHECK(check_uptime(servers, options(5s)).verdict == Verdict::Ok);
   servers[1].uptime_s.reset();
   CHECK(check_uptime(servers, options(1s)).verdict == Verdict::Unknown);
@@ -373,7 +375,7 @@ TEST_CASE("assess: the overall verdict is the worst check's; unknown alone leave
   DoctorReport fit = assess(servers, options());
   CHECK(fit.verdict == Verdict::Ok);
   CHECK_FALSE(fit.no_quorum);
-  CHECK(fit.checks.size() == 9);
+  CHECK(fit.checks.size() == 10);
 
   servers[0].appendfsync.reset();
   CHECK(assess(servers, options()).verdict == Verdict::Unknown);
@@ -425,4 +427,58 @@ TEST_CASE("run_doctor on the fake: the probe runs every script and cleans up aft
     REQUIRE(r.servers[i].denied.size() == 1);
     CHECK(r.servers[i].denied[0].rfind("SUBSCRIBE:", 0) == 0);
   }
+}
+
+TEST_CASE("fences: the most counted on one server; a refused TIME warns, a refused SCAN is unknown") {
+  auto servers = healthy_servers(3);
+  servers[0].fence_keys = 12;
+  servers[1].fence_keys = 14;
+  Check c = check_fences(servers, "jobs:");
+  CHECK(c.verdict == Verdict::Ok);
+  CHECK(c.summary.rfind("14 fencing counters under the prefix 'jobs:'", 0) == 0);
+  servers[2].fence_scan_complete = false;
+  CHECK(check_fences(servers, "jobs:").summary.rfind("at least 14 fencing counters", 0) == 0);
+  servers[1].fence_keys.reset();
+  servers[1].fence_scan_error = "reply: NOPERM scan";
+  servers[2].clock.reset();
+  servers[2].clock_error = "auth: NOPERM this user has no permissions to run the 'time' command";
+  c = check_fences(servers, "jobs:");
+  CHECK(c.verdict == Verdict::Warn);
+  REQUIRE(c.notes.size() == 2);
+  CHECK(c.notes[0].verdict == Verdict::Unknown);
+  CHECK(c.notes[1].text == "TIME refused: fencing counters never expire here");
+  CHECK(c.advice.find("+time") != std::string::npos);
+}
+
+TEST_CASE("fence keys: the pattern escapes the prefix's glob characters, and the keys are sorted out") {
+  CHECK(fence_key_pattern("") == "*:redlock:fence");
+  CHECK(fence_key_pattern("a*b?[c]\\:") == "*a\\*b\\?\\[c\\]\\\\:*:redlock:fence");
+  CHECK(fence_key_under("{jobs:build-1}:redlock:fence", "jobs:"));
+  CHECK(fence_key_under("jobs:{tag}x:redlock:fence", "jobs:"));
+  CHECK(fence_key_under("{anything}:redlock:fence", ""));
+  CHECK_FALSE(fence_key_under("{other:jobs:x}:redlock:fence", "jobs:"));
+  CHECK_FALSE(fence_key_under("{jobs:x}:redlock:owner", "jobs:"));
+  CHECK_FALSE(fence_key_under("jobs:x", "jobs:"));
+}
+
+TEST_CASE("run_doctor on the fake: counts the fencing counters under the prefix, and only those") {
+  FakeNetwork net(3);
+  for (std::size_t i = 0; i < 3; ++i) {
+    for (int k = 0; k < 4; ++k) net.set(i, derive_keys("jobs:" + std::to_string(k)).fence, "1", 1h);
+    net.set(i, derive_keys("other:1").fence, "1", 1h);
+    net.set(i, "jobs:1", "token", 1h);
+  }
+  DoctorOptions o = options();
+  o.prefix = "jobs:";
+  o.probe_key = doctor_probe_key(o.prefix);
+  DoctorReport r = run_doctor(net, o);
+  for (std::size_t i = 0; i < 3; ++i) {
+    // The probe's own counter is still there on the fake (see the test above): it is one more.
+    const std::size_t probe = r.servers[i].probe_key_left ? 1 : 0;
+    CHECK(r.servers[i].fence_keys == 4 + probe);
+    CHECK(r.servers[i].fence_scan_complete);
+  }
+  auto fences = std::find_if(r.checks.begin(), r.checks.end(), [](const Check& c) { return c.name == "fences"; });
+  REQUIRE(fences != r.checks.end());
+  CHECK(fences->verdict == Verdict::Ok);
 }

@@ -3,8 +3,10 @@
 #include "core/lock/keys.hpp"
 
 using redlock::derive_keys;
+using redlock::derive_semaphore_keys;
 using redlock::is_helper_key;
 using redlock::LockKeys;
+using redlock::SemaphoreKeys;
 
 TEST_CASE("helper keys share the lock's hash tag and never change the lock key") {
   auto k = derive_keys("deploy");
@@ -37,4 +39,48 @@ TEST_CASE("a key that ends as a helper key does is recognised") {
   CHECK_FALSE(is_helper_key("redlock:owner"));
   CHECK_FALSE(is_helper_key("a:redlock:owners"));
   CHECK(is_helper_key("x:redlock:wake"));
+}
+
+TEST_CASE("a helper key leads back to its lock, whatever its word; other keys lead nowhere") {
+  using redlock::helper_of;
+  for (const auto& name : {"job", "locks:deploy", "jobs:{eu}:nightly", "a{}b"}) {
+    LockKeys k = derive_keys(name);
+    for (const auto& helper : {k.fence, k.owner, k.channel, k.fence.substr(0, k.fence.size() - 5) + "readers"}) {
+      auto h = helper_of(helper);
+      REQUIRE(h);
+      CHECK(h->lock == name);
+    }
+    CHECK_FALSE(helper_of(k.lock));
+  }
+  CHECK(helper_of("{job}:redlock:fence")->word == "fence");
+  // Not as derive_keys makes them: no braces and no tag of its own, or no word.
+  CHECK_FALSE(helper_of("app:redlock:jobs"));
+  CHECK_FALSE(helper_of("{job}:redlock:"));
+  CHECK_FALSE(helper_of("{job}:redlock:Fence"));
+  CHECK_FALSE(helper_of("{job}:redlock:fence:x"));
+}
+
+TEST_CASE("a semaphore's slots share the key's hash tag, wake on its channel, and are no lock names") {
+  SemaphoreKeys k = derive_semaphore_keys("jobs", 3);
+  CHECK(k.limit == "{jobs}:redlock:limit");
+  REQUIRE(k.slots.size() == 3);
+  CHECK(k.slots[2].lock == "{jobs}:redlock:slot:2");
+  CHECK(k.slots[2].fence == "{jobs}:redlock:slot:2:redlock:fence");
+  CHECK(k.slots[0].channel == derive_keys("jobs").channel);
+  CHECK(derive_semaphore_keys("{app}x", 1).slots[0].lock == "{app}x:redlock:slot:0");
+  CHECK(is_helper_key(k.limit));
+  for (const auto& slot : k.slots)
+    CHECK((is_helper_key(slot.lock) && is_helper_key(slot.fence) && is_helper_key(slot.owner)));
+  CHECK(is_helper_key("a:redlock:slot:17"));
+  CHECK_FALSE(is_helper_key("a:redlock:slot:"));
+  CHECK_FALSE(is_helper_key("a:redlock:slot:x1"));
+  CHECK_FALSE(is_helper_key("db:slot:1"));
+  // list never shows a slot, its helpers or the limit as a lock of their own.
+  for (const auto& slot : k.slots) {
+    for (const auto& key : {slot.lock, slot.fence, slot.owner}) {
+      REQUIRE(redlock::helper_of(key));
+      CHECK(redlock::helper_of(key)->lock == "jobs");
+    }
+  }
+  CHECK(redlock::helper_of(k.limit)->lock == "jobs");
 }

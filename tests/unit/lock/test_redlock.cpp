@@ -75,7 +75,7 @@ TEST_CASE("the outcome is decided without waiting on frozen or slow servers") {
   // Three answered after 1 ms: the outcome is known then; the frozen and the slow one cost only
   // the short grace in which a second address of an answered server would show itself.
   CHECK(net.now() - start == 1ms + kDuplicateGrace);
-  CHECK(r.servers[3].result == kNotWaitedFor);
+  CHECK(r.servers[3].result == Answer::NotWaitedFor);
 }
 
 TEST_CASE("three of five frozen: no quorum after the timeout, nothing left behind") {
@@ -103,7 +103,7 @@ TEST_CASE("a failed re-acquire gives the token's lock up, as any failed attempt 
   Redlock lock(net);
   auto r = lock.acquire(spec("tok"), no_wait());
   CHECK(r.outcome == AcquireOutcome::NoQuorum);
-  CHECK(r.servers[0].result == "reacquired");
+  CHECK(r.servers[0].result == Answer::Reacquired);
   for (std::size_t i : Ids{2, 3, 4}) net.thaw(i);
   net.advance(5ms);
   CHECK(holders(net, "tok") == 0);
@@ -129,7 +129,7 @@ TEST_CASE("busy: another holder on a quorum; our partial votes are released on e
   REQUIRE(r.holder_free_in);
   CHECK(*r.holder_free_in <= 3s);
   CHECK(*r.holder_free_in >= 3s - 2ms);
-  CHECK(r.servers[0].result == "busy");
+  CHECK(r.servers[0].result == Answer::Busy);
 }
 
 TEST_CASE("no quorum is told apart from busy") {
@@ -142,7 +142,7 @@ TEST_CASE("no quorum is told apart from busy") {
   CHECK(r.outcome == AcquireOutcome::NoQuorum);
   CHECK(r.message.find("3 of 5 servers failed (first: redis://fake:7000: connect: Connection refused)") !=
         std::string::npos);
-  CHECK(r.servers[0].result == "connect");
+  CHECK(r.servers[0].result_name() == "connect");
 
   FakeNetwork busy_and_down(5);
   busy_and_down.servers[0].down = true;
@@ -238,7 +238,7 @@ TEST_CASE("re-acquire with the same token resets the TTL") {
   net.advance(900ms);
   auto r = lock.acquire(spec("mine", 1s), no_wait());
   REQUIRE(r.outcome == AcquireOutcome::Acquired);
-  CHECK(r.servers[0].result == "reacquired");
+  CHECK(r.servers[0].result == Answer::Reacquired);
   net.advance(900ms);
   CHECK(holders(net, "mine") == 3);
 }
@@ -347,6 +347,84 @@ TEST_CASE("fence: a server that missed fences and one restarted empty cannot mak
   CHECK(r.fence > last);
 }
 
+namespace {
+
+constexpr std::int64_t kThirtyDaysMs = 30LL * 24 * 3600 * 1000;  // the default --fence-ttl
+
+// Server clocks near 2026, OFFSETS_S seconds apart from one another.
+void set_clocks(FakeNetwork& net, std::initializer_list<std::int64_t> offsets_s) {
+  std::size_t i = 0;
+  for (std::int64_t off : offsets_s) net.servers[i++].wall = std::chrono::seconds(1790000000 + off);
+}
+
+std::int64_t take_and_give_back(Redlock& lock, FakeNetwork& net, const LockSpec& s) {
+  auto r = lock.acquire(s, no_wait());
+  REQUIRE(r.outcome == AcquireOutcome::Acquired);
+  lock.release(s.keys, s.token, false);
+  net.advance(10ms);
+  return r.fence;
+}
+
+}  // namespace
+
+TEST_CASE("fence: a new counter starts at its server's clock, and servers on the same second agree") {
+  FakeNetwork net(3);
+  set_clocks(net, {0, 0, 0});
+  Redlock lock(net);
+  const std::int64_t first = take_and_give_back(lock, net, spec());
+  CHECK(first >= 1790000000LL * 1000000);
+  CHECK(first < (1LL << 53));                                                   // a Lua number holds it exactly
+  CHECK(net.servers[0].log == std::vector<std::string>{"acquire", "release"});  // one round trip
+  CHECK(take_and_give_back(lock, net, spec("t2")) == first + 1);
+  // Every acquisition sets the counter's expiry anew.
+  for (std::size_t i = 0; i < 3; ++i) CHECK(net.ttl_ms(i, "{job}:redlock:fence") > kThirtyDaysMs - 1000);
+}
+
+TEST_CASE("fence: counters that expired start again above every earlier fence, clocks apart or not") {
+  // s0's clock is 20 minutes ahead of s1's and s2's: the fences it seeded are ahead of their clocks.
+  FakeNetwork net(3);
+  set_clocks(net, {1200, 0, 3});
+  Redlock lock(net);
+  LockSpec s = spec();
+  s.fence_ttl = 1h;
+  std::int64_t last = 0;
+  for (int i = 0; i < 5; ++i) {
+    s.token = "t" + std::to_string(i);
+    std::int64_t fence = take_and_give_back(lock, net, s);
+    CHECK(fence > last);
+    last = fence;
+  }
+  for (std::size_t i = 0; i < 3; ++i) CHECK(net.ttl_ms(i, "{job}:redlock:fence") > 3599000);
+  net.advance(1h);
+  for (std::size_t i = 0; i < 3; ++i) CHECK_FALSE(net.value(i, "{job}:redlock:fence").has_value());
+  // Now s0 is out: s1 and s2 start again from their own clocks, behind s0's, but an hour later.
+  net.servers[0].down = true;
+  s.token = "after";
+  CHECK(take_and_give_back(lock, net, s) > last);
+}
+
+TEST_CASE("fence: a counter of an earlier version (no expiry) goes on from where it was, and gets one") {
+  FakeNetwork net(3);
+  set_clocks(net, {0, 0, 0});
+  for (std::size_t i = 0; i < 3; ++i) net.set(i, "{job}:redlock:fence", "7", 100000h);
+  Redlock lock(net);
+  CHECK(take_and_give_back(lock, net, spec()) == 8);
+  for (std::size_t i = 0; i < 3; ++i) CHECK(net.ttl_ms(i, "{job}:redlock:fence") > kThirtyDaysMs - 1000);
+}
+
+TEST_CASE("fence: where TIME is refused the counter counts from 1 and never expires") {
+  FakeNetwork net(3);
+  set_clocks(net, {0, 0, 0});
+  net.servers[2].wall.reset();
+  Redlock lock(net);
+  const std::int64_t first = take_and_give_back(lock, net, spec());
+  CHECK(first >= 1790000000LL * 1000000);
+  // s2 said 1; the servers that seeded from their clocks say more: the highest is written back.
+  CHECK(net.value(2, "{job}:redlock:fence") == std::to_string(first));
+  CHECK(net.ttl_ms(2, "{job}:redlock:fence") == -1);
+  CHECK(net.ttl_ms(0, "{job}:redlock:fence") > 0);
+}
+
 TEST_CASE("waiting: no retry before the holder could be free, then it is taken at once") {
   FakeNetwork net(5);
   held_by_redlock(net, 2s);
@@ -423,7 +501,7 @@ TEST_CASE("extend puts the lock back where a server lost it, and says so") {
   auto r = lock.extend(spec().keys, "tok", 10s, 0.01);
   CHECK(r.extended);
   CHECK(r.healed == 1);
-  CHECK(r.servers[1].result == "healed");
+  CHECK(r.servers[1].result == Answer::Healed);
   CHECK(holders(net, "tok") == 3);
   // Not without a quorum of its own token: another holder, or nothing, keeps what it has.
   net.servers[0].data.clear();
@@ -525,7 +603,7 @@ TEST_CASE("extend: a quorum resets the expiry; a wrong token is not held; no quo
   auto wrong = lock.extend(spec().keys, "nope", 5s, 0.01);
   CHECK_FALSE(wrong.extended);
   CHECK_FALSE(wrong.no_quorum);
-  CHECK(wrong.servers[0].result == "not_held");
+  CHECK(wrong.servers[0].result == Answer::NotHeld);
 
   for (std::size_t i : Ids{0, 1, 2}) net.servers[i].down = true;
   auto down = lock.extend(spec().keys, "tok", 5s, 0.01);
@@ -571,8 +649,8 @@ TEST_CASE("release --force deletes only locks: data on any server refuses it eve
     CHECK(refused.deleted == 0);
     const std::string what = data.type == "hash" ? "a hash" : "a string without an expiry";
     CHECK(refused.message == "not a lock on redis://fake:7002 (" + what + "); nothing deleted");
-    CHECK(refused.servers[2].result == "foreign");
-    CHECK(refused.servers[0].result == "held");
+    CHECK(refused.servers[2].result == Answer::Foreign);
+    CHECK(refused.servers[0].result == Answer::Held);
     CHECK(holders(net, "stale") == 2);
     CHECK(net.servers[2].data.at("job").type == data.type);
     for (const auto& s : net.servers) CHECK(std::count(s.log.begin(), s.log.end(), "release") == 0);
@@ -594,7 +672,7 @@ TEST_CASE("release --force: data written after the check, or on a server that mi
   CHECK_FALSE(raced.released);
   CHECK(raced.not_a_lock);
   CHECK(raced.deleted == 2);
-  CHECK(raced.servers[2].result == "foreign");
+  CHECK(raced.servers[2].result == Answer::Foreign);
   CHECK(raced.message ==
         "not a lock on redis://fake:7002 (written after the check), left alone; the lock was deleted on 2 of 3 "
         "servers");
@@ -619,7 +697,7 @@ TEST_CASE("release: every server's answer, or only the outcome") {
   auto every = lock.release(spec().keys, "tok", false);
   CHECK(every.released);
   CHECK(net.now() - start == 100ms);  // the frozen one's --timeout
-  CHECK(every.servers[3].result == "timeout");
+  CHECK(every.servers[3].result_name() == "timeout");
 
   net.thaw(3);  // runs the release it was sent: nothing left
   REQUIRE(lock.acquire(spec(), no_wait()).outcome == AcquireOutcome::Acquired);
@@ -662,7 +740,7 @@ TEST_CASE("a replica never counts as a vote: not in acquire, extend, release or 
   auto acquired = lock.acquire(spec(), no_wait());
   REQUIRE(acquired.outcome == AcquireOutcome::Acquired);
   CHECK(acquired.tally.yes == 2);
-  CHECK(acquired.servers[2].result == "replica");
+  CHECK(acquired.servers[2].result_name() == "replica");
   CHECK(acquired.servers[2].role == "replica");
   CHECK(acquired.servers[0].role == "master");
   auto status = lock.status(spec().keys);
@@ -700,7 +778,7 @@ TEST_CASE("status: held, free, partial and foreign") {
   net.servers[2].data["job"] = FakeNetwork::Entry{"", "hash", kNever};
   auto partial = lock.status(spec().keys);
   CHECK(partial.state == LockState::Partial);
-  CHECK(partial.servers[2].result == "foreign");
+  CHECK(partial.servers[2].result == Answer::Foreign);
   CHECK(partial.servers[2].type == "hash");
 
   for (std::size_t i : Ids{2, 3, 4}) net.servers[i].frozen = true;
@@ -716,7 +794,7 @@ TEST_CASE("busy: the answers not waited for are no failure, and the holder is na
   REQUIRE(r.outcome == AcquireOutcome::Busy);
   CHECK(r.message == "held by other@host:1 for another 20s (busy on 3 of 5 servers; 2 not waited for)");
   for (std::size_t i : Ids{3, 4}) {
-    CHECK(r.servers[i].result == kNotWaitedFor);
+    CHECK(r.servers[i].result == Answer::NotWaitedFor);
     CHECK(!r.servers[i].waited_for());
   }
   REQUIRE(r.holder);

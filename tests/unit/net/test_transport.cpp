@@ -192,7 +192,6 @@ TEST_CASE("ROLE goes in the first round trip with INFO and the request: a replic
   server.join();
   CHECK(r.ok());
   CHECK(t.role(0) == "replica");
-  CHECK(t.run_id(0) == "abc");
   CHECK(received.find("INFO") < received.find("ROLE"));
   CHECK(received.find("ROLE") < received.find("PING"));
 }
@@ -274,26 +273,4 @@ TEST_CASE("a name that does not resolve is that server's failure") {
   Transport t({parse_server_url("redis://no-such-host.invalid:6379")}, fast());
   Result r = one_request(t);
   CHECK((r.failure == Failure::Connect || r.failure == Failure::Timeout));
-}
-
-TEST_CASE("watched descriptors run inside the loop") {
-  int fds[2];
-  REQUIRE(pipe(fds) == 0);
-  Transport t({parse_server_url("127.0.0.1:1")}, fast());
-  bool ran = false;
-  t.watch(fds[0], [&] {
-    char c;
-    [[maybe_unused]] auto n = read(fds[0], &c, 1);
-    ran = true;
-  });
-  std::thread writer([&] {
-    std::this_thread::sleep_for(20ms);
-    [[maybe_unused]] auto n = write(fds[1], "x", 1);
-  });
-  t.run_until([&] { return ran; }, Clock::now() + 2s);
-  writer.join();
-  CHECK(ran);
-  t.unwatch(fds[0]);
-  close(fds[0]);
-  close(fds[1]);
 }

@@ -1,0 +1,249 @@
+#include "core/lock/listing.hpp"
+
+#include <deque>
+#include <map>
+#include <memory>
+#include <set>
+
+#include "core/lock/scripts.hpp"
+#include "core/util/duration.hpp"
+#include "core/util/glob.hpp"
+
+namespace redlock {
+
+namespace {
+
+// Reads out per server at once: enough to keep it busy while SCAN goes on, far below the
+// transport's bound on unanswered requests.
+constexpr std::size_t kMaxReads = 8;
+// SCAN calls per pattern and server: with COUNT 1000, a keyspace of 100 million keys.
+constexpr std::size_t kMaxScans = 100000;
+
+Result failed(Failure failure, std::string error) {
+  Result r;
+  r.failure = failure;
+  r.error = std::move(error);
+  return r;
+}
+
+class Listing {
+ public:
+  Listing(Network& network, const ListOptions& options)
+      : network_(network),
+        options_(options),
+        patterns_(scan_patterns(options.prefix, options.pattern)),
+        servers_(network.size()) {}
+  ~Listing() { *alive_ = false; }
+  Listing(const Listing&) = delete;
+  Listing& operator=(const Listing&) = delete;
+
+  ListResult run();
+
+ private:
+  struct Server {
+    std::size_t pattern = 0;
+    std::string cursor = "0";
+    std::size_t scans = 0;
+    bool scanning = false;  // a SCAN is out
+    bool scanned = false;   // every pattern walked to its end
+    std::size_t reads = 0;  // reads out
+    std::vector<std::string> queued;
+    std::set<std::string> found;
+    std::map<std::string, LockReading> readings;
+    std::optional<Result> failure;
+    TimePoint finished = kNever;
+
+    bool done() const { return failure || (scanned && reads == 0 && queued.empty()); }
+  };
+
+  // Sends what SERVER is due: reads of full batches (of what is left, once scanned), the next SCAN.
+  void pump(std::size_t server);
+  void send(std::size_t server, Request request, void (Listing::*on)(std::size_t, Result));
+  void on_scan(std::size_t server, Result r);
+  void on_read(std::size_t server, Result r);
+  void fail(std::size_t server, Result r);
+  // Found is full: stop looking further on SERVER.
+  void stop_scanning(std::size_t server);
+  ListResult merge() const;
+
+  Network& network_;
+  const ListOptions& options_;
+  std::vector<std::string> patterns_;
+  std::vector<Server> servers_;
+  std::vector<std::deque<std::vector<std::string>>> batches_out_;  // per server, the keys of each read out, in order
+  bool truncated_ = false;
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+};
+
+void Listing::send(std::size_t server, Request request, void (Listing::*on)(std::size_t, Result)) {
+  network_.send(server, std::move(request), [this, alive = alive_, server, on](Result r) {
+    if (!*alive || servers_[server].failure) return;
+    if (r.ok() && network_.role(server) == "replica")
+      r = failed(Failure::Replica, "a replica: it never counts as a vote");
+    if (!r.ok()) return fail(server, std::move(r));
+    (this->*on)(server, std::move(r));
+    if (servers_[server].done() && servers_[server].finished == kNever) servers_[server].finished = network_.now();
+  });
+}
+
+void Listing::pump(std::size_t i) {
+  Server& s = servers_[i];
+  while (!s.failure && s.reads < kMaxReads && (s.queued.size() >= options_.batch || (s.scanned && !s.queued.empty()))) {
+    const std::size_t take = std::min(options_.batch, s.queued.size());
+    std::vector<std::string> keys(s.queued.end() - static_cast<std::ptrdiff_t>(take), s.queued.end());
+    s.queued.resize(s.queued.size() - take);
+    std::vector<std::string> argv;
+    argv.reserve(keys.size() * 3);
+    for (const auto& key : keys) {
+      LockKeys k = derive_keys(key);
+      argv.insert(argv.end(), {k.lock, k.owner, k.fence});
+    }
+    ++s.reads;
+    batches_out_[i].push_back(std::move(keys));
+    send(i, Request::eval(kListScript, std::move(argv), {}), &Listing::on_read);
+  }
+  if (s.failure || s.scanning || s.scanned || s.reads >= kMaxReads) return;
+  s.scanning = true;
+  ++s.scans;
+  send(
+      i,
+      Request::command({"SCAN", s.cursor, "MATCH", patterns_[s.pattern], "COUNT", std::to_string(options_.scan_count)}),
+      &Listing::on_scan);
+}
+
+void Listing::on_scan(std::size_t i, Result r) {
+  Server& s = servers_[i];
+  const Reply& reply = r.reply;
+  if (reply.type != Reply::Type::Array || reply.elements.size() != 2 || reply.elements[1].type != Reply::Type::Array) {
+    return fail(i, failed(Failure::Protocol, "unexpected reply to SCAN"));
+  }
+  s.scanning = false;
+  for (const Reply& key : reply.elements[1].elements) {
+    auto lock = listed_lock_key(key.str, options_.prefix, options_.pattern);
+    if (lock && s.found.insert(*lock).second) s.queued.push_back(std::move(*lock));
+  }
+  s.cursor = reply.elements[0].str;
+  if (s.cursor == "0" || s.scans >= kMaxScans) {
+    truncated_ = truncated_ || s.cursor != "0";
+    s.cursor = "0";
+    s.scans = 0;
+    s.scanned = ++s.pattern == patterns_.size();
+  }
+  if (s.found.size() >= options_.max_locks) stop_scanning(i);
+  pump(i);
+}
+
+void Listing::stop_scanning(std::size_t i) {
+  truncated_ = truncated_ || !servers_[i].scanned;
+  servers_[i].scanned = true;
+}
+
+void Listing::on_read(std::size_t i, Result r) {
+  Server& s = servers_[i];
+  std::vector<std::string> keys = std::move(batches_out_[i].front());
+  batches_out_[i].pop_front();
+  --s.reads;
+  const Reply& reply = r.reply;
+  if (reply.type != Reply::Type::Array || reply.elements.size() != keys.size()) {
+    return fail(i, failed(Failure::Protocol, "unexpected reply to a redlock script"));
+  }
+  for (std::size_t k = 0; k < keys.size(); ++k) {
+    auto reading = parse_lock_reading(reply.elements[k]);
+    if (!reading) return fail(i, failed(Failure::Protocol, "unexpected reply to a redlock script"));
+    if (reading->type != "none" || reading->fence > 0) s.readings.emplace(std::move(keys[k]), std::move(*reading));
+  }
+  pump(i);
+}
+
+void Listing::fail(std::size_t i, Result r) {
+  Server& s = servers_[i];
+  s.failure = std::move(r);
+  s.finished = network_.now();
+  s.queued.clear();
+  s.readings.clear();
+}
+
+ListResult Listing::run() {
+  const TimePoint start = network_.now();
+  batches_out_.resize(servers_.size());
+  for (std::size_t i = 0; i < servers_.size(); ++i) pump(i);
+  auto all_done = [this] {
+    return std::all_of(servers_.begin(), servers_.end(), [](const Server& s) { return s.done(); });
+  };
+  network_.run_until(all_done, start + options_.time_limit);
+  for (std::size_t i = 0; i < servers_.size(); ++i) {
+    if (servers_[i].done()) continue;
+    fail(i, failed(Failure::Timeout, "the listing did not end within " + format_duration(options_.time_limit)));
+  }
+  std::vector<std::optional<Result>> outcomes;
+  for (const auto& s : servers_) outcomes.push_back(s.failure);
+  check_duplicates(outcomes);
+  ListResult res = merge();
+  res.elapsed = network_.now() - start;
+  for (std::size_t i = 0; i < servers_.size(); ++i) {
+    const Server& s = servers_[i];
+    ServerReport& rep = res.servers.emplace_back();
+    rep.server = network_.describe(i);
+    rep.role = network_.role(i);
+    rep.ok = !s.failure;
+    rep.result = s.failure ? Answer::Failed : Answer::Listed;
+    if (s.failure) rep.failure = s.failure->failure;
+    if (s.failure) rep.error = s.failure->error;
+    rep.latency = s.finished - start;
+  }
+  return res;
+}
+
+ListResult Listing::merge() const {
+  ListResult res;
+  res.truncated = truncated_;
+  res.tally.total = servers_.size();
+  std::set<std::string> keys;
+  for (const auto& s : servers_) {
+    if (s.failure) continue;
+    ++res.tally.yes;
+    for (const auto& entry : s.readings) keys.insert(entry.first);
+  }
+  res.tally.failed = res.tally.total - res.tally.yes;
+  res.no_quorum = res.tally.yes < res.tally.needed();
+  for (const auto& key : keys) {
+    std::vector<std::optional<LockReading>> readings(servers_.size());
+    bool a_lock = false;
+    for (std::size_t i = 0; i < servers_.size(); ++i) {
+      if (servers_[i].failure) continue;
+      auto it = servers_[i].readings.find(key);
+      readings[i] = it == servers_[i].readings.end() ? LockReading{} : it->second;
+      a_lock = a_lock || readings[i]->type == "string" || readings[i]->fence > 0;
+    }
+    // Another kind of data under the prefix (a hash, a set) without a fence is not a lock.
+    if (a_lock) res.locks.push_back({key.substr(options_.prefix.size()), key, judge_lock(readings)});
+  }
+  return res;
+}
+
+}  // namespace
+
+std::vector<std::string> scan_patterns(const std::string& prefix, const std::string& pattern) {
+  const std::string keys = glob_escape(prefix) + pattern;
+  if (keys == "*") return {keys};
+  return {keys, "{" + keys + "}:redlock:fence"};
+}
+
+std::optional<std::string> listed_lock_key(const std::string& key, const std::string& prefix,
+                                           const std::string& pattern) {
+  std::string lock = key;
+  if (auto helper = helper_of(key)) {
+    if (helper->word != "fence") return std::nullopt;
+    lock = std::move(helper->lock);
+  }
+  if (lock.size() <= prefix.size() || lock.compare(0, prefix.size(), prefix) != 0) return std::nullopt;
+  if (!glob_match(pattern, std::string_view(lock).substr(prefix.size()))) return std::nullopt;
+  return lock;
+}
+
+ListResult list_locks(Network& network, const ListOptions& options) {
+  Listing listing(network, options);
+  return listing.run();
+}
+
+}  // namespace redlock

@@ -1,0 +1,137 @@
+#include "core/lock/wakeups.hpp"
+
+#include <algorithm>
+#include <charconv>
+
+#include "core/lock/quorum.hpp"
+
+namespace redlock {
+
+WakeEvent parse_wake_message(std::string_view message) {
+  WakeEvent e;
+  if (message.starts_with("released")) {
+    e.kind = WakeEvent::Kind::Released;
+    auto digits = message.substr(std::min<std::size_t>(message.size(), 9));
+    std::from_chars(digits.data(), digits.data() + digits.size(), e.waiters);
+  } else if (message.starts_with("retracted")) {
+    e.kind = WakeEvent::Kind::Retracted;
+  } else if (message == "acquired") {
+    e.kind = WakeEvent::Kind::Acquired;
+  } else if (message == "subscribed") {
+    e.kind = WakeEvent::Kind::Subscribed;
+  }
+  return e;
+}
+
+struct Wakeups::State {
+  bool active = true;
+  bool settled = false;  // the first subscription round is over
+  TimePoint begin;       // when this waiter began to wait: older waiters go first
+  TimePoint deadline;    // the wait's end: no plan goes past it
+  TimePoint next = kNever;
+  Duration ttl{};
+  // A release (or a retraction) announced while an attempt was out: the plan after that attempt
+  // must not forget it.
+  std::optional<std::size_t> released_waiters;
+  bool retracted = false;
+  bool many_holders = false;
+  WaitPlan plan;
+
+  State(Duration retry_delay, std::uint64_t seed) : plan(retry_delay, seed) {}
+
+  void on(const WakeEvent& e, TimePoint t, bool reliable) {
+    TimePoint planned = next;
+    switch (e.kind) {
+      case WakeEvent::Kind::Released:
+        released_waiters = e.waiters;
+        planned = plan.on_released(t, planned, e.waiters, t - begin);
+        break;
+      case WakeEvent::Kind::Retracted:
+        retracted = true;
+        planned = plan.on_retracted(t, planned);
+        break;
+      case WakeEvent::Kind::Acquired:
+        if (many_holders) break;
+        released_waiters.reset();
+        planned = plan.on_acquired(t, ttl, reliable);
+        break;
+      case WakeEvent::Kind::Subscribed:
+        // A subscription came back after a break: a release may have gone unheard.
+        if (settled) planned = plan.on_released(t, planned, 1, t - begin);
+        break;
+      case WakeEvent::Kind::Other:
+        break;
+    }
+    // However a message moves the plan, the wait ends at its deadline: holders that come and go
+    // without announcing a release must not keep a waiter past it.
+    next = std::min(planned, deadline);
+  }
+};
+
+Wakeups::Wakeups(Network& network, std::string channel, Duration ttl, Duration retry_delay, std::uint64_t seed,
+                 TimePoint begin, TimePoint deadline)
+    : network_(network), channel_(std::move(channel)), state_(std::make_shared<State>(retry_delay, seed)) {
+  state_->begin = begin;
+  state_->deadline = deadline;
+  state_->ttl = ttl;
+}
+
+Wakeups::~Wakeups() {
+  state_->active = false;
+  if (subscribing_) network_.unsubscribe();
+}
+
+bool Wakeups::reliable() const {
+  // Wake-ups are reliable when our subscriptions overlap every quorum that could release.
+  const std::size_t n = network_.size();
+  return network_.subscribed() >= n - quorum_size(n) + 1;
+}
+
+void Wakeups::set_many_holders(bool many) {
+  state_->many_holders = many;
+}
+
+void Wakeups::forget_heard() {
+  state_->released_waiters.reset();
+  state_->retracted = false;
+}
+
+void Wakeups::observe(const std::vector<std::optional<Duration>>& latencies) {
+  std::vector<Duration> seen;
+  for (const auto& l : latencies) {
+    if (l) seen.push_back(*l);
+  }
+  if (seen.empty()) return;
+  auto middle = seen.begin() + static_cast<std::ptrdiff_t>(seen.size() / 2);
+  std::nth_element(seen.begin(), middle, seen.end());
+  state_->plan.observe_round_trip(*middle);
+}
+
+void Wakeups::subscribe(TimePoint settle_by, const std::function<bool()>& interrupted) {
+  subscribing_ = true;
+  network_.subscribe(channel_, [state = state_, this](std::size_t, std::string_view message) {
+    if (state->active) state->on(parse_wake_message(message), network_.now(), reliable());
+  });
+  network_.run_until([&] { return reliable() || interrupted(); }, std::min(state_->deadline, settle_by));
+  state_->settled = true;
+}
+
+TimePoint Wakeups::plan(TimePoint now, bool split_vote, std::optional<Duration> holder_free_in, bool holder_announces) {
+  State& s = *state_;
+  TimePoint next = s.plan.after_attempt(now, split_vote, holder_free_in, reliable(), holder_announces);
+  if (s.released_waiters) next = s.plan.on_released(now, next, *s.released_waiters, now - s.begin);
+  if (s.retracted) next = s.plan.on_retracted(now, next);
+  s.next = std::min(next, s.deadline);
+  return s.next;
+}
+
+bool Wakeups::sleep(const std::function<bool()>& interrupted) {
+  // A wake-up message moves the plan, so wait again for the new one.
+  while (!interrupted() && network_.now() < state_->next) {
+    const TimePoint planned = state_->next;
+    network_.run_until([&] { return interrupted() || state_->next != planned; }, planned);
+  }
+  return !interrupted();
+}
+
+}  // namespace redlock

@@ -1,0 +1,67 @@
+// One acquire's wait: the time of its next attempt (a WaitPlan), moved by the wake-up messages on
+// the lock's channel, each parsed once into a WakeEvent. The subscription ends with the object, on
+// every path out of the wait (exceptions included): no callback outlives it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/lock/wait_plan.hpp"
+#include "core/net/network.hpp"
+#include "core/util/clock.hpp"
+
+namespace redlock {
+
+// A message on a lock's wake-up channel: "released N" (N waiters were subscribed where it was
+// released), "retracted" (an attempt without a quorum gave back what it took), "acquired", or the
+// transport's own "subscribed" (a subscription is (re)confirmed). Anything else is Other.
+struct WakeEvent {
+  enum class Kind { Released, Retracted, Acquired, Subscribed, Other };
+  Kind kind = Kind::Other;
+  std::size_t waiters = 1;  // Released: how many were waiting
+};
+
+WakeEvent parse_wake_message(std::string_view message);
+
+class Wakeups {
+ public:
+  // A wait that began at BEGIN and ends at DEADLINE, for a lock taken with TTL.
+  Wakeups(Network& network, std::string channel, Duration ttl, Duration retry_delay, std::uint64_t seed,
+          TimePoint begin, TimePoint deadline);
+  ~Wakeups();
+  Wakeups(const Wakeups&) = delete;
+  Wakeups& operator=(const Wakeups&) = delete;
+
+  // A lock with several holders (a semaphore's slots): another's "acquired" does not send this
+  // waiter back to sleep, since another place may still be free.
+  void set_many_holders(bool many);
+  // Before each attempt: what was heard during the last one is forgotten.
+  void forget_heard();
+  // The round trips of an attempt's answers (the median sets the spread of a hand-off).
+  void observe(const std::vector<std::optional<Duration>>& latencies);
+  bool subscribing() const { return subscribing_; }
+  // Subscribes and waits (until SETTLE_BY, or INTERRUPTED) for enough servers to confirm it that a
+  // release anywhere a quorum held the lock is heard.
+  void subscribe(TimePoint settle_by, const std::function<bool()>& interrupted);
+  // The time of the next attempt after a failed one at NOW.
+  TimePoint plan(TimePoint now, bool split_vote, std::optional<Duration> holder_free_in, bool holder_announces);
+  // Sleeps until the planned time, which wake-ups may move; false when interrupted.
+  bool sleep(const std::function<bool()>& interrupted);
+
+ private:
+  struct State;
+  bool reliable() const;
+
+  Network& network_;
+  std::string channel_;
+  std::shared_ptr<State> state_;  // shared with the subscription's callback
+  bool subscribing_ = false;
+};
+
+}  // namespace redlock

@@ -1,0 +1,164 @@
+"""A counting semaphore (--limit K): K slots, each an ordinary lock, so at most K holders at once,
+with a frozen server in the middle; fences per slot; the stored limit; a crashed holder's slot."""
+
+import json
+import os
+import threading
+import time
+
+from harness import ClusterTest, main, redlock_binary
+
+LIMIT = 3
+WORKERS = 12
+CYCLES = 3
+
+# The work records itself: a line as it starts and as it ends, with its slot and fence.
+WORK = ('echo "start $(date +%s%N) $REDLOCK_SLOT $REDLOCK_FENCE" >> "$LOG"; sleep 0.15; '
+        'echo "end $(date +%s%N) $REDLOCK_SLOT $REDLOCK_FENCE" >> "$LOG"')
+
+
+def most_at_once(lines):
+    """The largest number of works running at once, from their own start and end lines."""
+    events = sorted((int(t), 1 if kind == "start" else -1) for kind, t, _, _ in lines)
+    running = peak = 0
+    for _, step in sorted(events, key=lambda e: (e[0], e[1])):  # an end before a start at the same instant
+        running += step
+        peak = max(peak, running)
+    return peak
+
+
+class Semaphore(ClusterTest):
+    N = 3
+
+    def test_twelve_workers_never_more_than_three_at_once_under_a_frozen_server(self):
+        log = os.path.join(self.scratch_dir(), "log")
+        codes = []
+
+        def worker():
+            for _ in range(CYCLES):
+                r = self.rl("run", "--limit", str(LIMIT), "--ttl", "2s", "-w", "25s", "sem", "-c", WORK,
+                            env={"LOG": log}, timeout=40)
+                codes.append(r.code)
+
+        threads = [threading.Thread(target=worker) for _ in range(WORKERS)]
+        for t in threads:
+            t.start()
+        # One server frozen for a while in the middle of it (a minority: the slots keep their quorum).
+        frozen = self.cluster.servers[1]
+        time.sleep(0.5)
+        frozen.freeze()
+        try:
+            time.sleep(1.2)
+        finally:
+            frozen.thaw()
+        for t in threads:
+            t.join(60)
+        self.assertEqual(codes, [0] * (WORKERS * CYCLES))
+        with open(log) as f:
+            lines = [line.split() for line in f.read().splitlines()]
+        starts = [line for line in lines if line[0] == "start"]
+        self.assertEqual(len(starts), WORKERS * CYCLES)
+        self.assertEqual(most_at_once(lines), LIMIT)
+        # Each slot is a lock of its own: its fences increase in the order its holders started.
+        for slot in range(LIMIT):
+            fences = [int(f) for _, t, s, f in sorted(starts, key=lambda line: int(line[1])) if s == str(slot)]
+            self.assertTrue(fences, "slot %d never used" % slot)
+            self.assertEqual(fences, sorted(set(fences)), "slot %d" % slot)
+        self.assertEqual({s for _, _, s, _ in starts}, {str(i) for i in range(LIMIT)})
+
+    def test_a_different_limit_is_a_configuration_error(self):
+        first = self.rl("acquire", "--limit", "3", "--ttl", "5s", "deploys")
+        self.assertEqual(first.code, 0, first)
+        r = self.rl("acquire", "--limit", "2", "-n", "deploys")
+        self.assertEqual(r.code, 78, r)
+        self.assertIn("redlock: error: semaphore limit conflict: deploys has limit 3, asked 2", r.stderr)
+        self.assertEqual(self.rl("status", "--limit", "2", "deploys").code, 78)
+        # Nothing taken by the refused caller: the one holder is still alone.
+        status = self.rl("--json", "status", "--limit", "3", "deploys").json()
+        self.assertEqual(status["held"], 1)
+        # Freed by force (every slot and the stored limit), the name takes another limit.
+        self.assertEqual(self.rl("release", "--limit", "3", "--force", "deploys").code, 0)
+        self.assertEqual(self.rl("acquire", "--limit", "2", "-n", "deploys").code, 0)
+
+    def test_a_crashed_holders_slot_frees_after_its_ttl(self):
+        # acquire returns at once and nobody releases: as a holder that crashed.
+        for _ in range(2):
+            self.assertEqual(self.rl("acquire", "--limit", "2", "--ttl", "1s", "jobs").code, 0)
+        busy = self.rl("--json", "acquire", "--limit", "2", "-n", "jobs")
+        self.assertEqual(busy.code, 75, busy)
+        self.assertEqual(busy.json()["reason"], "busy")
+        r = self.rl("--json", "acquire", "--limit", "2", "--ttl", "5s", "-w", "5s", "jobs")
+        self.assertEqual(r.code, 0, r)
+        self.assertGreater(r.json()["elapsed_ms"], 700)
+        self.assertLess(r.json()["elapsed_ms"], 3000)
+
+    def test_extend_release_and_status_find_the_slot_from_the_token(self):
+        a = self.rl("--json", "acquire", "--limit", "2", "--ttl", "5s", "--owner", "alice", "jobs").json()
+        b = self.rl("--json", "acquire", "--limit", "2", "--ttl", "5s", "--owner", "bob", "jobs").json()
+        self.assertEqual({a["slot"], b["slot"]}, {0, 1})
+        self.assertEqual(a["limit"], 2)
+        self.assertGreater(min(a["fence"], b["fence"]), 0)
+        self.assertEqual(self.rl("extend", "--limit", "2", "--token", a["token"], "--ttl", "20s", "jobs").code, 0)
+        status = self.rl("--json", "status", "--limit", "2", "jobs")
+        self.assertEqual(status.code, 0, status)
+        s = status.json()
+        self.assertEqual((s["mode"], s["limit"], s["held"], s["state"]), ("semaphore", 2, 2, "held"))
+        holders = {h["slot"]: h for h in s["holders"]}
+        self.assertEqual(holders[a["slot"]]["owner"], "alice")
+        self.assertGreater(holders[a["slot"]]["ttl_ms"], 10000)
+        self.assertLessEqual(holders[b["slot"]]["ttl_ms"], 5000)
+        self.assertEqual(holders[b["slot"]]["fence"], b["fence"])
+        # Without --limit, status finds the stored one.
+        plain = self.rl("--json", "status", "jobs")
+        self.assertEqual((plain.code, plain.json()["mode"], plain.json()["limit"], plain.json()["held"]),
+                         (0, "semaphore", 2, 2), plain)
+        self.assertEqual(self.rl("release", "--limit", "2", "--token", a["token"], "jobs").code, 0)
+        again = self.rl("release", "--limit", "2", "--token", a["token"], "jobs")
+        self.assertEqual(again.code, 1, again)
+        self.assertIn("in none of the 2 slots", again.stderr)
+        self.assertEqual(self.rl("--json", "status", "--limit", "2", "jobs").json()["held"], 1)
+        self.assertEqual(self.rl("release", "--limit", "2", "--token", b["token"], "jobs").code, 0)
+        free = self.rl("--json", "status", "--limit", "2", "jobs")
+        self.assertEqual((free.code, free.json()["state"], free.json()["holders"]), (1, "free", []))
+
+    def test_the_command_learns_its_slot_and_fence_and_a_nested_call_finds_the_slot(self):
+        r = self.rl("run", "--limit", "2", "jobs", "-c",
+                    'echo "$REDLOCK_SLOT $REDLOCK_FENCE $REDLOCK_KEY"; "$RL" extend --limit 2 --ttl 10s jobs && '
+                    '"$RL" --json status --limit 2 jobs',
+                    env={"RL": redlock_binary()}, timeout=20)
+        self.assertEqual(r.code, 0, r)
+        first, status = r.stdout.splitlines()
+        slot, fence, key = first.split()
+        self.assertIn(slot, ("0", "1"))
+        self.assertGreater(int(fence), 0)
+        self.assertEqual(key, "jobs")
+        holder = json.loads(status)["holders"][0]
+        self.assertEqual(holder["slot"], int(slot))
+        self.assertGreater(holder["ttl_ms"], 9000)  # the nested extend found the slot from the inherited token
+
+    def test_a_nested_run_with_the_same_limit_re_enters_its_slot(self):
+        # With one slot, anything but a re-entry would be busy (75).
+        r = self.rl("run", "--limit", "1", "-n", "one", "-c",
+                    '"$RL" --json acquire --limit 1 -n one && "$RL" --json run --limit 1 -n one -- echo inner',
+                    env={"RL": redlock_binary()}, timeout=20)
+        self.assertEqual(r.code, 0, r)
+        nested, inner, report = [line for line in r.stdout.splitlines() if line]  # a blank line before the report
+        self.assertEqual((json.loads(nested)["nested"], json.loads(nested)["slot"], inner), (True, 0, "inner"))
+        self.assertEqual((json.loads(report)["nested"], json.loads(report)["slot"]), (True, 0))
+
+    def test_slot_and_limit_keys_are_no_lock_names(self):
+        for name in ("jobs:redlock:slot:0", "{jobs}:redlock:slot:12", "jobs:redlock:limit"):
+            r = self.rl("acquire", "-n", name)
+            self.assertEqual(r.code, 64, (name, r))
+        self.assertEqual(self.rl("acquire", "-n", "jobs:redlock:slot:x").code, 0)
+
+    def test_a_slot_is_an_ordinary_lock_beside_the_name(self):
+        token = self.rl("acquire", "--limit", "1", "--ttl", "5s", "one").stdout.strip()
+        servers = self.cluster.servers
+        self.assertEqual([s.get("{one}:redlock:slot:0") for s in servers], [token.encode()] * 3)
+        self.assertEqual([s.get("{one}:redlock:limit") for s in servers], [b"1"] * 3)
+        self.assertEqual([s.get("one") for s in servers], [None] * 3)
+
+
+if __name__ == "__main__":
+    main()
