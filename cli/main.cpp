@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "commands.hpp"
+#include "core/lock/faults.hpp"
 #include "core/util/error.hpp"
 #include "core/util/setting.hpp"
 #include "exit_codes.hpp"
@@ -474,6 +475,7 @@ std::string flag_name(Setting s) {
 
 int main(int argc, char** argv) {
   redlock::name_settings(flag_name);
+  if (const char* chosen = std::getenv("REDLOCK_FAULT")) redlock::faults::choose(chosen);
   // A closed stdin, stdout or stderr becomes /dev/null opened for reading: the connections made
   // later never land on them (a token printed into a Redis connection), and a write there fails
   // (EBADF) as it would have, so acquire still gives back a lock whose token nobody could see.
