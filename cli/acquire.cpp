@@ -129,7 +129,7 @@ void plan_token(AcquirePlan& plan, const std::string& token, const GlobalOptions
     return;
   }
   const char* shared = std::getenv("REDLOCK_TOKEN");
-  if (token.empty() && shared && *shared && faults::enabled("inherit-any-token"))
+  if (token.empty() && shared && *shared && faults::enabled(faults::Fault::InheritAnyToken))
     return plan_token(plan, shared, global);
   if (!token.empty()) {
     plan.spec.token = token;

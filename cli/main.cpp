@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "commands.hpp"
+#include "core/lock/faults.hpp"
 #include "core/util/error.hpp"
 #include "core/util/setting.hpp"
 #include "exit_codes.hpp"
@@ -480,6 +481,7 @@ void fill_standard_descriptors() {
 
 int main(int argc, char** argv) {
   redlock::name_settings(flag_name);
+  if (const char* chosen = std::getenv("REDLOCK_FAULT")) redlock::faults::choose(chosen);
   fill_standard_descriptors();
   GlobalOptions global;
   Action action;

@@ -370,7 +370,7 @@ class Runner {
       }
       TimePoint now = Clock::now();
       const TimePoint signal_at =
-          faults::enabled("no-validity") ? kNever : lease.valid_until() - plan_.kill_after - margin;
+          faults::enabled(faults::Fault::NoValidity) ? kNever : lease.valid_until() - plan_.kill_after - margin;
       if (lost.empty() && now >= max_hold_at) lost = "--max-hold " + o_.max_hold + " reached";
       if (lost.empty() && now >= signal_at) {
         lost =

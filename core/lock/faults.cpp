@@ -1,22 +1,42 @@
 #include "core/lock/faults.hpp"
 
-#ifdef REDLOCK_FAULTS
-#include <cstdlib>
-#include <string>
-#endif
+#include <array>
 
 namespace redlock::faults {
 
 #ifdef REDLOCK_FAULTS
-bool enabled(std::string_view name) {
-  static const std::string chosen = [] {
-    const char* v = std::getenv("REDLOCK_FAULT");
-    return std::string(",") + (v ? v : "") + ",";
-  }();
-  return chosen.find("," + std::string(name) + ",") != std::string::npos;
+namespace {
+
+constexpr std::array<std::pair<Fault, std::string_view>, 5> kNames{{
+    {Fault::ReleaseAny, "release-any"},
+    {Fault::NoValidity, "no-validity"},
+    {Fault::HalfQuorum, "half-quorum"},
+    {Fault::InheritAnyToken, "inherit-any-token"},
+    {Fault::SemaphoreExtraSlot, "semaphore-extra-slot"},
+}};
+
+std::array<bool, kNames.size()> g_on{};
+
+}  // namespace
+
+void choose(std::string_view names) {
+  while (!names.empty()) {
+    const auto comma = names.find(',');
+    const std::string_view name = names.substr(0, comma);
+    for (std::size_t i = 0; i < kNames.size(); ++i) {
+      if (kNames[i].second == name) g_on[static_cast<std::size_t>(kNames[i].first)] = true;
+    }
+    names = comma == std::string_view::npos ? std::string_view{} : names.substr(comma + 1);
+  }
+}
+
+bool enabled(Fault fault) {
+  return g_on[static_cast<std::size_t>(fault)];
 }
 #else
-bool enabled(std::string_view) {
+void choose(std::string_view) {}
+
+bool enabled(Fault) {
   return false;
 }
 #endif

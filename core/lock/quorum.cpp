@@ -11,7 +11,7 @@ Duration drift_allowance(Duration ttl, double drift_factor) {
 }
 
 Duration validity(Duration ttl, Duration elapsed, double drift_factor) {
-  if (faults::enabled("no-validity")) return ttl;
+  if (faults::enabled(faults::Fault::NoValidity)) return ttl;
   return ttl - elapsed - drift_allowance(ttl, drift_factor);
 }
 

@@ -15,7 +15,7 @@ namespace redlock {
 
 // N/2 + 1: any two quorums share at least one server.
 inline std::size_t quorum_size(std::size_t servers) {
-  if (faults::enabled("half-quorum")) return servers / 2 > 0 ? servers / 2 : 1;
+  if (faults::enabled(faults::Fault::HalfQuorum)) return servers / 2 > 0 ? servers / 2 : 1;
   return servers / 2 + 1;
 }
 

@@ -587,7 +587,7 @@ AcquireResult Redlock::finish_won(const LockSpec& spec, const Round& round, cons
                                   AcquireResult res) {
   const TimePoint decided_at = network_.now();
   TimePoint valid_until = round.started() + spec.ttl - drift_allowance(spec.ttl, spec.drift);
-  if (faults::enabled("no-validity")) valid_until = kNever;
+  if (faults::enabled(faults::Fault::NoValidity)) valid_until = kNever;
   std::optional<std::int64_t> fence = agreed_fence(votes.counters, tally.needed());
   std::string duplicate_error;
   if (fence) {
@@ -639,8 +639,9 @@ void Redlock::release_taken(const LockSpec& spec, const std::vector<bool>& holds
   // Servers that have not answered get the release too: on the same connection it follows the
   // acquire, so a late SET is undone in order. Only those known to hold are waited for.
   Round round(network_, may_hold, [&](std::size_t i) {
-    Request r = Request::eval(kReleaseScript, {spec.keys.lock, spec.keys.owner},
-                              {spec.token, spec.keys.channel, faults::enabled("release-any") ? "1" : "0", "retracted"});
+    Request r = Request::eval(
+        kReleaseScript, {spec.keys.lock, spec.keys.owner},
+        {spec.token, spec.keys.channel, faults::enabled(faults::Fault::ReleaseAny) ? "1" : "0", "retracted"});
     // A server that has not answered may run it much later, whatever its script cache holds then.
     r.with_body = !holds[i];
     return r;
@@ -758,7 +759,7 @@ ExtendResult ExtendRound::result() const {
   res.elapsed = now - round_.started();
   res.ttl = set_ttl();
   res.valid_until = round_.started() + res.ttl - drift_allowance(res.ttl, drift_);
-  if (faults::enabled("no-validity")) res.valid_until = kNever;
+  if (faults::enabled(faults::Fault::NoValidity)) res.valid_until = kNever;
   res.validity = res.valid_until - now;
   res.extended = res.tally.won() && res.validity > Duration::zero();
   res.no_quorum = !res.tally.won() && res.tally.unreachable();
@@ -853,7 +854,7 @@ ReleaseResult Redlock::release(const LockKeys& keys, const std::string& token, b
     if (checked.not_a_lock) return checked;
   }
   Round round(network_, [&](std::size_t) {
-    bool any = force || faults::enabled("release-any");
+    bool any = force || faults::enabled(faults::Fault::ReleaseAny);
     Request r =
         Request::eval(kReleaseScript, {keys.lock, keys.owner}, {token, keys.channel, any ? "1" : "0", "released"});
     // Waiting for the outcome only, the process may be gone before a server that lost its script

@@ -94,7 +94,8 @@ Semaphore::Semaphore(Redlock& redlock, const std::string& key, std::size_t limit
     : network_(redlock.network()),
       redlock_(redlock),
       // A negative control: one slot more than the limit, which the soak's checker must catch.
-      keys_(derive_semaphore_keys(key, limit + (limit > 0 && faults::enabled("semaphore-extra-slot") ? 1 : 0))),
+      keys_(derive_semaphore_keys(key,
+                                  limit + (limit > 0 && faults::enabled(faults::Fault::SemaphoreExtraSlot) ? 1 : 0))),
       rng_(seed()) {}
 
 Probe Semaphore::read(const std::string& token, bool quorum_enough) {
