@@ -20,7 +20,7 @@ TEST_PACKAGES=(redis-server redis-tools python3 python3-redis openssl groff-base
   faketime ltrace dpkg-dev file zsh jq)
 # What scripts/bench measures redlock against (references only, never redlock's dependencies);
 # node-redlock comes from npm (bench/node/package.json), nodejs and npm only when node is missing.
-BENCH_PACKAGES=(hyperfine time util-linux redis-server redis-tools python3 python3-redis)
+BENCH_PACKAGES=(hyperfine time util-linux redis-server redis-tools python3 python3-redis valgrind)
 
 # Configures and builds into $1 with the extra CMake arguments that follow; -j2 on this 2-core machine.
 build_redlock() {
