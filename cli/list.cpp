@@ -24,10 +24,9 @@ void print_row(const std::vector<std::string>& cells, const std::vector<std::siz
   std::printf("%s\n", line.c_str());
 }
 
-std::vector<std::string> lock_row(const ListedLock& lock, std::size_t servers) {
-  const LockVerdict& v = lock.verdict;
+std::vector<std::string> lock_row(const std::string& name, const LockVerdict& v, std::size_t servers) {
   const bool held = v.state == LockState::Held;
-  return {printable(lock.name),
+  return {printable(name),
           std::string(state_name(v.state)),
           v.owner ? printable(*v.owner) : "-",
           v.since_unix_ms ? wall_time(*v.since_unix_ms) : "-",
@@ -36,9 +35,25 @@ std::vector<std::string> lock_row(const ListedLock& lock, std::size_t servers) {
           std::to_string(v.servers_held) + "/" + std::to_string(servers)};
 }
 
+// A semaphore: its own row ("2 of 3 slots" where a mutex has its owner), then one per held slot,
+// named NAME[SLOT].
+void semaphore_rows(const ListedLock& lock, std::size_t servers, std::vector<std::vector<std::string>>& rows) {
+  auto& row = rows.emplace_back(lock_row(lock.name, lock.verdict, servers));
+  row[2] = std::to_string(lock.holders.size()) + " of " + (lock.limit ? std::to_string(*lock.limit) : "?") + " slots";
+  for (const auto& holder : lock.holders) {
+    rows.push_back(lock_row(lock.name + "[" + std::to_string(holder.slot) + "]", holder.verdict, servers));
+  }
+}
+
 void print_table(const ListResult& r) {
   std::vector<std::vector<std::string>> rows{{"NAME", "STATE", "OWNER", "SINCE", "TTL", "FENCE", "SERVERS"}};
-  for (const auto& lock : r.locks) rows.push_back(lock_row(lock, r.tally.total));
+  for (const auto& lock : r.locks) {
+    if (lock.mode == "semaphore") {
+      semaphore_rows(lock, r.tally.total, rows);
+    } else {
+      rows.push_back(lock_row(lock.name, lock.verdict, r.tally.total));
+    }
+  }
   std::vector<std::size_t> widths(rows[0].size(), 0);
   for (const auto& row : rows) {
     for (std::size_t c = 0; c < row.size(); ++c) widths[c] = std::max(widths[c], row[c].size());
@@ -46,19 +61,35 @@ void print_table(const ListResult& r) {
   for (const auto& row : rows) print_row(row, widths);
 }
 
-Json json_lock(const ListedLock& lock) {
-  const LockVerdict& v = lock.verdict;
+// The fields a lock and a semaphore's held slot share.
+Json json_verdict(const LockVerdict& v) {
   Json j;
-  j["name"] = lock.name;
-  j["key"] = lock.key;
   j["state"] = state_name(v.state);
   j["token"] = v.token ? Json(*v.token) : Json(nullptr);
   j["owner"] = v.owner ? Json(*v.owner) : Json(nullptr);
   j["since"] = v.since_unix_ms ? Json(wall_time(*v.since_unix_ms)) : Json(nullptr);
   j["ttl_ms"] = v.state == LockState::Held ? Json(v.ttl_ms) : Json(nullptr);
   j["fence"] = v.fence;
-  j["mode"] = "mutex";
   j["servers_held"] = v.servers_held;
+  return j;
+}
+
+Json json_lock(const ListedLock& lock) {
+  Json j = {{"name", lock.name}, {"key", lock.key}};
+  j.update(json_verdict(lock.verdict));
+  j["mode"] = lock.mode;
+  if (lock.mode != "semaphore") return j;
+  // A semaphore has no single holder: its slots' holders say who.
+  j["token"] = j["owner"] = j["since"] = j["ttl_ms"] = nullptr;
+  j["limit"] = lock.limit ? Json(*lock.limit) : Json(nullptr);
+  j["held"] = lock.holders.size();
+  j["holders"] = Json::array();
+  for (const auto& holder : lock.holders) {
+    Json h = json_verdict(holder.verdict);
+    h.erase("state");
+    h["slot"] = holder.slot;
+    j["holders"].push_back(std::move(h));
+  }
   return j;
 }
 

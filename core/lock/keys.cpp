@@ -56,20 +56,14 @@ bool is_helper_key(const std::string& key) {
 
 namespace {
 
-// KEY without a semaphore slot's ":slot:N" end, and whether it had one.
-bool strip_slot(std::string& key) {
-  static constexpr std::string_view kSlot = ":redlock:slot:";
-  const auto at = key.rfind(kSlot);
-  if (at == std::string::npos) return false;
-  const std::string n = key.substr(at + kSlot.size());
-  if (n.empty() || n.find_first_not_of("0123456789") != std::string::npos) return false;
-  key.resize(at + kSlot.size() - 1);  // "...:redlock:slot"
-  return true;
+// KEY without a semaphore slot's number ("...:redlock:slot:N" becomes "...:redlock:slot").
+void strip_slot(std::string& key) {
+  if (slot_number(key)) key.resize(key.rfind(kSlotInfix) + kSlotInfix.size() - 1);
 }
 
 }  // namespace
 
-std::optional<HelperKey> helper_of(const std::string& whole) {
+std::optional<HelperKey> direct_helper_of(const std::string& whole) {
   static constexpr std::string_view kMarker = ":redlock:";
   std::string key = whole;
   strip_slot(key);
@@ -78,17 +72,29 @@ std::optional<HelperKey> helper_of(const std::string& whole) {
   std::string word = key.substr(at + kMarker.size());
   if (word.empty() || word.find_first_not_of("abcdefghijklmnopqrstuvwxyz") != std::string::npos) return std::nullopt;
   std::string base = key.substr(0, at);
-  std::optional<HelperKey> found;
   if (base.size() >= 2 && base.front() == '{' && base.back() == '}') {
     std::string inner = base.substr(1, base.size() - 2);
-    if (!has_hash_tag(inner)) found = HelperKey{std::move(inner), word};
+    if (!has_hash_tag(inner)) return HelperKey{std::move(inner), word};
   }
-  if (!found && has_hash_tag(base)) found = HelperKey{std::move(base), word};
+  if (has_hash_tag(base)) return HelperKey{std::move(base), word};
+  return std::nullopt;
+}
+
+std::optional<HelperKey> helper_of(const std::string& key) {
+  auto found = direct_helper_of(key);
   // A helper of a helper (a semaphore slot's fence) belongs to the lock the slot belongs to.
   if (found) {
-    if (auto outer = helper_of(found->lock)) found->lock = outer->lock;
+    if (auto outer = direct_helper_of(found->lock)) found->lock = outer->lock;
   }
   return found;
+}
+
+std::optional<std::size_t> slot_number(const std::string& key) {
+  const auto at = key.rfind(kSlotInfix);
+  if (at == std::string::npos || at + kSlotInfix.size() == key.size()) return std::nullopt;
+  const std::string n = key.substr(at + kSlotInfix.size());
+  if (n.size() > 18 || n.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
+  return static_cast<std::size_t>(std::stoull(n));
 }
 
 }  // namespace redlock

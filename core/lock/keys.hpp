@@ -45,5 +45,9 @@ struct HelperKey {
   std::string word;  // fence, owner, …
 };
 std::optional<HelperKey> helper_of(const std::string& key);
+// As helper_of, one level only: a semaphore slot's fence belongs to the slot ("{LOCK}:redlock:slot:N").
+std::optional<HelperKey> direct_helper_of(const std::string& key);
+// N of a semaphore slot's key "…:redlock:slot:N"; nothing for another key.
+std::optional<std::size_t> slot_number(const std::string& key);
 
 }  // namespace redlock

@@ -1,5 +1,6 @@
 #include "core/lock/listing.hpp"
 
+#include <algorithm>
 #include <deque>
 #include <map>
 #include <memory>
@@ -65,12 +66,15 @@ class Listing {
   // Found is full: stop looking further on SERVER.
   void stop_scanning(std::size_t server);
   ListResult merge() const;
+  // Each server's reading of KEY: empty for a server that failed, "none" where KEY was not found.
+  std::vector<std::optional<LockReading>> readings_of(const std::string& key) const;
 
   Network& network_;
   const ListOptions& options_;
   std::vector<std::string> patterns_;
   std::vector<Server> servers_;
   std::vector<std::deque<std::vector<std::string>>> batches_out_;  // per server, the keys of each read out, in order
+  std::map<std::string, FoundKey> targets_;  // every key read, from any server: what it stands for
   bool truncated_ = false;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
@@ -119,8 +123,10 @@ void Listing::on_scan(std::size_t i, Result r) {
   }
   s.scanning = false;
   for (const Reply& key : reply.elements[1].elements) {
-    auto lock = listed_lock_key(key.str, options_.prefix, options_.pattern);
-    if (lock && s.found.insert(*lock).second) s.queued.push_back(std::move(*lock));
+    auto found = found_key(key.str, options_.prefix, options_.pattern);
+    if (!found || !s.found.insert(found->read).second) continue;
+    s.queued.push_back(found->read);
+    targets_.emplace(found->read, std::move(*found));
   }
   s.cursor = reply.elements[0].str;
   if (s.cursor == "0" || s.scans >= kMaxScans) {
@@ -194,6 +200,27 @@ ListResult Listing::run() {
   return res;
 }
 
+std::vector<std::optional<LockReading>> Listing::readings_of(const std::string& key) const {
+  std::vector<std::optional<LockReading>> readings(servers_.size());
+  for (std::size_t i = 0; i < servers_.size(); ++i) {
+    if (servers_[i].failure) continue;
+    auto it = servers_[i].readings.find(key);
+    readings[i] = it == servers_[i].readings.end() ? LockReading{} : it->second;
+  }
+  return readings;
+}
+
+// Another kind of data under the prefix (a hash, a set) without a fence is not a lock.
+bool a_lock(const std::vector<std::optional<LockReading>>& readings) {
+  return std::any_of(readings.begin(), readings.end(),
+                     [](const auto& r) { return r && (r->type == "string" || r->fence > 0); });
+}
+
+struct SemaphoreReadings {
+  std::vector<std::optional<LockReading>> limits;
+  std::vector<std::pair<std::size_t, std::vector<std::optional<LockReading>>>> slots;
+};
+
 ListResult Listing::merge() const {
   ListResult res;
   res.truncated = truncated_;
@@ -206,19 +233,36 @@ ListResult Listing::merge() const {
   }
   res.tally.failed = res.tally.total - res.tally.yes;
   res.no_quorum = res.tally.yes < res.tally.needed();
+  std::map<std::string, SemaphoreReadings> semaphores;
   for (const auto& key : keys) {
-    std::vector<std::optional<LockReading>> readings(servers_.size());
-    bool a_lock = false;
-    for (std::size_t i = 0; i < servers_.size(); ++i) {
-      if (servers_[i].failure) continue;
-      auto it = servers_[i].readings.find(key);
-      readings[i] = it == servers_[i].readings.end() ? LockReading{} : it->second;
-      a_lock = a_lock || readings[i]->type == "string" || readings[i]->fence > 0;
+    const FoundKey& found = targets_.at(key);
+    auto readings = readings_of(key);
+    if (found.limit) semaphores[found.lock].limits = std::move(readings);
+    if (found.slot) semaphores[found.lock].slots.emplace_back(*found.slot, std::move(readings));
+    if (!found.semaphore() && a_lock(readings)) {
+      res.locks.push_back({key.substr(options_.prefix.size()), key, judge_lock(readings), "mutex", std::nullopt, {}});
     }
-    // Another kind of data under the prefix (a hash, a set) without a fence is not a lock.
-    if (a_lock) res.locks.push_back({key.substr(options_.prefix.size()), key, judge_lock(readings)});
   }
+  for (const auto& [key, s] : semaphores) {
+    res.locks.push_back(judge_semaphore(key.substr(options_.prefix.size()), key, s.limits, s.slots));
+  }
+  std::sort(res.locks.begin(), res.locks.end(), [](const auto& a, const auto& b) { return a.key < b.key; });
   return res;
+}
+
+// The limit on most servers that hold one.
+std::optional<std::size_t> majority_limit(const std::vector<std::optional<LockReading>>& limits) {
+  std::map<std::string, std::size_t> votes;
+  for (const auto& r : limits) {
+    if (r && r->type == "string" && r->value) ++votes[*r->value];
+  }
+  const auto most = std::max_element(votes.begin(), votes.end(),
+                                     [](const auto& a, const auto& b) { return a.second < b.second; });
+  if (most == votes.end() || most->first.empty() || most->first.size() > 9 ||
+      most->first.find_first_not_of("0123456789") != std::string::npos) {
+    return std::nullopt;
+  }
+  return static_cast<std::size_t>(std::stoul(most->first));
 }
 
 }  // namespace
@@ -226,19 +270,56 @@ ListResult Listing::merge() const {
 std::vector<std::string> scan_patterns(const std::string& prefix, const std::string& pattern) {
   const std::string keys = glob_escape(prefix) + pattern;
   if (keys == "*") return {keys};
-  return {keys, "{" + keys + "}:redlock:fence"};
+  return {keys, "{" + keys + "}:redlock:*"};
 }
 
-std::optional<std::string> listed_lock_key(const std::string& key, const std::string& prefix,
-                                           const std::string& pattern) {
-  std::string lock = key;
-  if (auto helper = helper_of(key)) {
-    if (helper->word != "fence") return std::nullopt;
-    lock = std::move(helper->lock);
-  }
+namespace {
+
+// What KEY stands for, whatever its name.
+std::optional<FoundKey> what_key(const std::string& key) {
+  auto helper = direct_helper_of(key);
+  if (!helper) return FoundKey{key, key, std::nullopt, false};
+  if (helper->word == "slot") return FoundKey{key, helper->lock, slot_number(key), false};
+  if (helper->word == "limit") return FoundKey{key, helper->lock, std::nullopt, true};
+  if (helper->word != "fence") return std::nullopt;
+  // A fencing counter counts for its lock: a mutex, or a semaphore's slot.
+  auto counted = direct_helper_of(helper->lock);
+  if (!counted) return FoundKey{helper->lock, helper->lock, std::nullopt, false};
+  if (counted->word == "slot") return FoundKey{helper->lock, counted->lock, slot_number(helper->lock), false};
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<FoundKey> found_key(const std::string& key, const std::string& prefix, const std::string& pattern) {
+  auto found = what_key(key);
+  if (!found) return std::nullopt;
+  const std::string& lock = found->lock;
   if (lock.size() <= prefix.size() || lock.compare(0, prefix.size(), prefix) != 0) return std::nullopt;
   if (!glob_match(pattern, std::string_view(lock).substr(prefix.size()))) return std::nullopt;
-  return lock;
+  return found;
+}
+
+ListedLock judge_semaphore(const std::string& name, const std::string& key,
+                           const std::vector<std::optional<LockReading>>& limits,
+                           const std::vector<std::pair<std::size_t, std::vector<std::optional<LockReading>>>>& slots) {
+  ListedLock row{name, key, {}, "semaphore", majority_limit(limits), {}};
+  bool unknown = false;
+  bool free = true;
+  for (const auto& [slot, readings] : slots) {
+    LockVerdict v = judge_lock(readings);
+    row.verdict.fence = std::max(row.verdict.fence, v.fence);
+    row.verdict.servers_held = std::max(row.verdict.servers_held, v.servers_held);
+    unknown = unknown || v.state == LockState::Unknown;
+    free = free && v.state == LockState::Free;
+    if (v.state == LockState::Held) row.holders.push_back({slot, std::move(v)});
+  }
+  std::sort(row.holders.begin(), row.holders.end(), [](const auto& a, const auto& b) { return a.slot < b.slot; });
+  row.verdict.state = unknown                ? LockState::Unknown
+                      : !row.holders.empty() ? LockState::Held
+                      : free                 ? LockState::Free
+                                             : LockState::Partial;
+  return row;
 }
 
 ListResult list_locks(Network& network, const ListOptions& options) {

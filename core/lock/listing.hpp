@@ -23,10 +23,21 @@ struct ListOptions {
   Duration time_limit = std::chrono::seconds(30);  // a server still scanning after this has failed
 };
 
+// A semaphore's slot that is held, as its own lock's verdict.
+struct ListedSlot {
+  std::size_t slot = 0;
+  LockVerdict verdict;
+};
+
 struct ListedLock {
   std::string name;
   std::string key;
+  // A semaphore's: held when a slot is, unknown when a slot's state is, free when every slot is,
+  // partial otherwise; its fence the highest slot's, servers_held the most servers holding a slot.
   LockVerdict verdict;
+  std::string mode = "mutex";          // or "semaphore"
+  std::optional<std::size_t> limit;    // a semaphore's stored limit (the value on most servers)
+  std::vector<ListedSlot> holders;     // a semaphore's held slots, in slot order
 };
 
 struct ListResult {
@@ -42,12 +53,26 @@ struct ListResult {
 ListResult list_locks(Network& network, const ListOptions& options);
 
 // The SCAN MATCH patterns that find the locks under PREFIX whose NAME matches PATTERN: their keys,
-// and the fencing counters of free locks ("{KEY}:redlock:fence"; a KEY with a hash tag of its own
-// has "KEY:redlock:fence", which the first pattern finds).
+// and their helper keys ("{KEY}:redlock:…": the fencing counters of free locks, a semaphore's limit
+// and slots; a KEY with a hash tag of its own has "KEY:redlock:…", which the first pattern finds).
 std::vector<std::string> scan_patterns(const std::string& prefix, const std::string& pattern);
-// The lock that KEY, found by SCAN, stands for: KEY itself, or the lock of a fencing counter;
-// nothing for another helper key or a lock outside PREFIX or PATTERN.
-std::optional<std::string> listed_lock_key(const std::string& key, const std::string& prefix,
-                                           const std::string& pattern);
+
+// What a key found by SCAN stands for: a lock to read (its key, owner record and fence), and the
+// lock it belongs to (a mutex's own key, or a semaphore's key for its slots and its limit).
+struct FoundKey {
+  std::string read;
+  std::string lock;
+  std::optional<std::size_t> slot;  // a semaphore's slot
+  bool limit = false;               // a semaphore's stored limit (read as a lock that has no expiry)
+  bool semaphore() const { return slot || limit; }
+};
+// Nothing for another helper key (owner records, wake-up channels…) or a lock outside PREFIX or
+// PATTERN (matched against the NAME of the lock it belongs to).
+std::optional<FoundKey> found_key(const std::string& key, const std::string& prefix, const std::string& pattern);
+
+// A semaphore's row from the readings of its limit and of its slots, each with one entry per server.
+ListedLock judge_semaphore(const std::string& name, const std::string& key,
+                           const std::vector<std::optional<LockReading>>& limits,
+                           const std::vector<std::pair<std::size_t, std::vector<std::optional<LockReading>>>>& slots);
 
 }  // namespace redlock

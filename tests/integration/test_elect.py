@@ -14,6 +14,9 @@ import time
 
 from harness import ClusterTest, main, pid_alive, spawn, wait_for
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fault"))
+from proxy import Proxy  # noqa: E402  (the fault suite's TCP proxy: a partition on loopback)
+
 TTL = 1.0
 
 # The service: records "start HOST TERM PID NS" and, when stopped by a signal, "stop ...". A SIGKILL
@@ -31,8 +34,8 @@ class Elect(ClusterTest):
         self.records = os.path.join(self.scratch_dir(), "records")
         self.deaths = {}  # pid -> when it was seen dead (an upper bound of its death), for commands SIGKILLed
 
-    def host(self, host_id, *extra):
-        p = spawn(["elect", "svc", "--ttl", "1s", *extra, "-c", SERVICE], servers=self.cluster,
+    def host(self, host_id, *extra, servers=None):
+        p = spawn(["elect", "svc", "--ttl", "1s", *extra, "-c", SERVICE], servers=servers or self.cluster,
                   env={"HOST_ID": host_id, "RECORDS": self.records}, stdout=subprocess.DEVNULL,
                   stderr=subprocess.PIPE)
         self.addCleanup(self.stop, p)
@@ -160,6 +163,31 @@ class Elect(ClusterTest):
         # Stopped before its lock's validity could end: before the servers came back, whoever
         # raced for it then.
         self.assertLess(stops[0]["t"], frozen_at + TTL, (frozen_at, self.events()))
+        self.assertIn(b"lock lost while the command ran", self.stop(a))
+
+    def test_the_leader_alone_partitioned_away(self):
+        """The leader reaches every server through a proxy, the standby directly: cutting the proxies
+        partitions the leader alone. Its command is stopped before its lock's validity ends, and the
+        standby, which still sees every server, leads only after that."""
+        proxies = [Proxy(s.port) for s in self.cluster.servers]
+        for proxy in proxies:
+            self.addCleanup(proxy.close)
+        a = self.host("a", servers=",".join("redis://" + proxy.address for proxy in proxies))
+        first = self.leader_started("a")
+        self.host("b")
+        self.wait_standing_by()
+        cut_at = time.time()
+        for proxy in proxies:
+            proxy.cut()
+        second = self.leader_started("b")
+        print("FAILOVER partition: %.3fs (TTL %.1fs)" % (second["t"] - cut_at, TTL), file=sys.stderr)
+        stops = [e for e in self.events() if e["kind"] == "stop" and e["pid"] == first["pid"]]
+        self.assertEqual(len(stops), 1, self.events())
+        self.assertLess(stops[0]["t"], cut_at + TTL, (cut_at, self.events()))
+        self.assertGreater(second["term"], first["term"])
+        self.assert_no_overlap()
+        for proxy in proxies:
+            proxy.heal()
         self.assertIn(b"lock lost while the command ran", self.stop(a))
 
     def test_once_ends_with_the_commands_status_and_lets_go(self):

@@ -90,6 +90,30 @@ class List(ClusterTest):
         self.assertEqual(sorted(lock_rows(self.rl("--json", "list", "?"))), ["a", "b"])
         self.assertEqual(sorted(lock_rows(self.rl("--json", "list", "nothing*"))), [])
 
+    def test_a_semaphore_is_one_row_with_its_held_slots(self):
+        tokens = [self.rl("acquire", "batch", "--limit", "3", "--ttl", "30s", "--owner", who).stdout.strip()
+                  for who in ("alice", "bob")]
+        self.assertTrue(all(tokens), tokens)
+        self.assertEqual(self.rl("release", "batch", "--limit", "3", "--token", tokens[0]).code, 0)
+        self.assertEqual(self.rl("acquire", "job").code, 0)
+        r = self.rl("--json", "list")
+        self.assertEqual(r.code, 0, r)
+        rows = lock_rows(r)
+        # The slots are not locks of their own: the semaphore is one row, its holders inside it.
+        self.assertEqual(sorted(rows), ["batch", "job"])
+        b = rows["batch"]
+        self.assertEqual((b["mode"], b["key"], b["state"], b["limit"], b["held"], b["owner"], b["token"]),
+                         ("semaphore", "locks:batch", "held", 3, 1, None, None))
+        self.assertEqual([(h["owner"], h["token"], h["servers_held"]) for h in b["holders"]], [("bob", tokens[1], 3)])
+        status = self.rl("--json", "status", "batch", "--limit", "3").json()
+        self.assertEqual([(h["slot"], h["fence"]) for h in status["holders"]],
+                         [(h["slot"], h["fence"]) for h in b["holders"]])
+        self.assertEqual(rows["job"]["mode"], "mutex")
+        lines = self.rl("list", "b*").stdout.splitlines()
+        self.assertEqual([line.split()[:2] for line in lines[1:]],
+                         [["batch", "held"], ["batch[%d]" % b["holders"][0]["slot"], "held"]])
+        self.assertIn("1 of 3 slots", lines[1])
+
     def test_a_frozen_server_is_named_and_holds_up_nobody(self):
         self.assertEqual(self.rl("acquire", "job").code, 0)
         frozen = self.cluster.servers[2]

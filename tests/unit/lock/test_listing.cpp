@@ -4,11 +4,24 @@
 
 using namespace redlock;
 
-TEST_CASE("the scan looks for the locks under the prefix and the fences of free ones") {
+TEST_CASE("the scan looks for the locks under the prefix and their helper keys") {
   CHECK(scan_patterns("", "*") == std::vector<std::string>{"*"});
-  CHECK(scan_patterns("locks:", "*") == std::vector<std::string>{"locks:*", "{locks:*}:redlock:fence"});
-  CHECK(scan_patterns("a*[", "job?") == std::vector<std::string>{"a\\*\\[job?", "{a\\*\\[job?}:redlock:fence"});
+  CHECK(scan_patterns("locks:", "*") == std::vector<std::string>{"locks:*", "{locks:*}:redlock:*"});
+  CHECK(scan_patterns("a*[", "job?") == std::vector<std::string>{"a\\*\\[job?", "{a\\*\\[job?}:redlock:*"});
 }
+
+namespace {
+
+std::optional<std::string> listed_lock_key(const std::string& key, const std::string& prefix,
+                                           const std::string& pattern) {
+  auto found = found_key(key, prefix, pattern);
+  if (!found) return std::nullopt;
+  CHECK_FALSE(found->semaphore());
+  CHECK(found->read == found->lock);
+  return found->lock;
+}
+
+}  // namespace
 
 TEST_CASE("a key found stands for its lock: helpers never, fences for the lock they count for") {
   CHECK(listed_lock_key("locks:job", "locks:", "*") == "locks:job");
@@ -22,6 +35,24 @@ TEST_CASE("a key found stands for its lock: helpers never, fences for the lock t
   CHECK_FALSE(listed_lock_key("locks:", "locks:", "*"));
   CHECK_FALSE(listed_lock_key("locks:{eu}:job:redlock:fence", "locks:", "*fence"));
   CHECK(listed_lock_key("locks:{eu}:job", "locks:", "{eu}*") == "locks:{eu}:job");
+}
+
+TEST_CASE("a semaphore's slots, their fences and its limit stand for the semaphore") {
+  auto slot = found_key("{locks:batch}:redlock:slot:12", "locks:", "b*");
+  REQUIRE(slot);
+  CHECK(slot->lock == "locks:batch");
+  CHECK(slot->read == "{locks:batch}:redlock:slot:12");
+  CHECK(slot->slot == 12u);
+  auto fence = found_key("{locks:batch}:redlock:slot:3:redlock:fence", "locks:", "*");
+  REQUIRE(fence);
+  CHECK(fence->lock == "locks:batch");
+  CHECK(fence->read == "{locks:batch}:redlock:slot:3");
+  CHECK(fence->slot == 3u);
+  auto limit = found_key("{locks:batch}:redlock:limit", "locks:", "*");
+  REQUIRE(limit);
+  CHECK((limit->limit && !limit->slot && limit->lock == "locks:batch"));
+  CHECK_FALSE(found_key("{locks:batch}:redlock:slot:3:redlock:owner", "locks:", "*"));
+  CHECK_FALSE(found_key("{locks:batch}:redlock:slot:1", "locks:", "a*"));
 }
 
 namespace {
@@ -54,5 +85,33 @@ TEST_CASE("the state rule of status and list") {
   }
   SUBCASE("fewer than a quorum answered: unknown") {
     CHECK(judge_lock({none, std::nullopt, std::nullopt}).state == LockState::Unknown);
+  }
+}
+
+TEST_CASE("a semaphore's row: its limit, its held slots, the state over all of them") {
+  const LockReading none;
+  const LockReading limit{"string", std::string("3"), -1, std::nullopt, 0};
+  const LockReading other_limit{"string", std::string("2"), -1, std::nullopt, 0};
+  SUBCASE("two of three slots held, a free slot with a fence") {
+    auto row = judge_semaphore("batch", "batch", {limit, limit, other_limit},
+                               {{2, {held("b", 900, 7), held("b", 800, 7), none}},
+                                {0, {held("a", 900, 4), held("a", 900, 4), held("a", 900, 4)}},
+                                {1, {LockReading{"none", std::nullopt, -2, std::nullopt, 9}, none, none}}});
+    CHECK(row.mode == "semaphore");
+    CHECK(row.limit == 3u);
+    CHECK(row.verdict.state == LockState::Held);
+    CHECK(row.verdict.fence == 9);
+    REQUIRE(row.holders.size() == 2);
+    CHECK(row.holders[0].slot == 0);
+    CHECK(row.holders[1].slot == 2);
+    CHECK(row.holders[1].verdict.token == "b");
+    CHECK(row.holders[1].verdict.ttl_ms == 800);
+  }
+  SUBCASE("no slot held: free, or partial when a slot is held on a minority") {
+    CHECK(judge_semaphore("b", "b", {limit, none, none}, {}).verdict.state == LockState::Free);
+    auto partial = judge_semaphore("b", "b", {}, {{0, {held("a", 900), none, held("c", 900)}}});
+    CHECK(partial.verdict.state == LockState::Partial);
+    CHECK_FALSE(partial.limit);
+    CHECK(partial.holders.empty());
   }
 }
