@@ -26,17 +26,6 @@ namespace redlock::cli {
 
 namespace {
 
-// What the options come to, checked before anything touches a server.
-struct RunPlan {
-  AcquirePlan acquire;
-  std::vector<std::string> argv;
-  Duration renew{};
-  int signal = SIGTERM;
-  Duration kill_after{};
-  std::optional<Duration> min_hold;
-  std::optional<Duration> max_hold;
-};
-
 const std::vector<int> kForwarded = {SIGHUP, SIGINT, SIGQUIT, SIGUSR1, SIGUSR2, SIGTERM};
 const std::vector<int> kStopWaiting = {SIGHUP, SIGINT, SIGTERM};
 
@@ -48,6 +37,8 @@ bool stops_waiting(int sig) {
 Duration kill_margin(Duration ttl) {
   return std::clamp<Duration>(ttl / 20, Millis(10), Millis(100));
 }
+
+}  // namespace
 
 RunPlan plan_run(const RunOptions& o, const GlobalOptions& global) {
   RunPlan plan;
@@ -98,8 +89,6 @@ RunPlan plan_run(const RunOptions& o, const GlobalOptions& global) {
   require_private_file(o.report, "--report");
   return plan;
 }
-
-}  // namespace
 
 // Mode 0600: it carries the token.
 void write_report(const std::string& path, const Json& report, const GlobalOptions& global, bool warn_on_failure) {

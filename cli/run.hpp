@@ -2,7 +2,9 @@
 // before the lock can be lost, signals forwarded, the report), which `elect` repeats once per term.
 #pragma once
 
+#include <csignal>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,6 +33,20 @@ struct RunOptions {
   std::string min_hold;
   std::string max_hold;
 };
+
+// What run's options come to, checked before anything touches a server.
+struct RunPlan {
+  AcquirePlan acquire;
+  std::vector<std::string> argv;
+  Duration renew{};
+  int signal = SIGTERM;
+  Duration kill_after{};
+  std::optional<Duration> min_hold;
+  std::optional<Duration> max_hold;
+};
+// Throws the usage error of options that cannot work together (a --renew not shorter than --ttl, a
+// --ttl too short to renew before the command must be stopped, -c with -- CMD…).
+RunPlan plan_run(const RunOptions& o, const GlobalOptions& global);
 
 // Binds run's options (acquire's among them, and CMD) to COMMAND, those GLOBAL wants built (see
 // option_wanted). Returns --kill-after, nullptr when it was not built.

@@ -1,0 +1,64 @@
+#include <doctest/doctest.h>
+
+#include <set>
+
+#include "cli/options.hpp"
+
+using namespace redlock;
+using namespace redlock::cli;
+
+TEST_CASE("the global options' table: each flag and each variable once, every variable REDLOCK_*") {
+  std::set<std::string> flags;
+  std::set<std::string> variables;
+  for (const auto& row : global_options()) {
+    for_each_flag(row.flags, [&](std::string_view flag) {
+      CHECK_MESSAGE(flags.insert(std::string(flag)).second, flag);
+      CHECK(flag.starts_with("-"));
+    });
+    if (row.env.empty()) continue;
+    CHECK_MESSAGE(variables.insert(std::string(row.env)).second, row.env);
+    CHECK(row.env.starts_with("REDLOCK_"));
+  }
+  CHECK(flags.count("--timeout") == 1);
+  CHECK(variables.count("REDLOCK_PREFIX") == 1);
+}
+
+TEST_CASE("the pre-scan knows which global options take a value, in every way of writing them") {
+  CHECK(global_takes_value("--timeout"));
+  CHECK(global_takes_value("-S"));
+  CHECK_FALSE(global_takes_value("--json"));
+  CHECK_FALSE(global_takes_value("--timeout=1s"));  // its value is attached
+  CHECK(is_global_option("--timeout=1s"));
+  CHECK(is_global_option("-vq"));
+  CHECK_FALSE(is_global_option("--wait"));
+  CHECK(global_flag_set({"redlock", "--json=true", "acquire", "job"}, "--json"));
+  CHECK_FALSE(global_flag_set({"redlock", "--json=false", "list"}, "--json"));
+  CHECK_FALSE(global_flag_set({"redlock", "run", "job", "--", "--json"}, "--json"));
+}
+
+TEST_CASE("a flag on the command line, not in the environment: every form of writing it") {
+  GlobalOptions global;
+  global.words = {"acquire", "--wait=5s", "-n", "job"};
+  CHECK(given_on_command_line(global, {"-w", "--wait"}));
+  CHECK(given_on_command_line(global, {"-n", "--nonblock"}));
+  CHECK_FALSE(given_on_command_line(global, {"--token"}));
+  global.words = {"acquire", "-w5s", "job"};
+  CHECK(given_on_command_line(global, {"-w", "--wait"}));
+  global.words = {"acquire", "--waiting", "job"};
+  CHECK_FALSE(given_on_command_line(global, {"--wait"}));
+}
+
+TEST_CASE("run hands its command the global options marked for it, set or unset") {
+  GlobalOptions global;
+  global.prefix = "locks:";
+  global.timeout = "250ms";
+  std::vector<std::pair<std::string, std::string>> set;
+  std::vector<std::string> unset;
+  child_settings(global, set, unset);
+  const std::set<std::pair<std::string, std::string>> given(set.begin(), set.end());
+  CHECK(given.count({"REDLOCK_PREFIX", "locks:"}) == 1);
+  CHECK(given.count({"REDLOCK_TIMEOUT", "250ms"}) == 1);
+  for (const auto& [name, value] : set) CHECK_MESSAGE(name != "REDLOCK_PASSWORD", "a password in the environment");
+  const std::set<std::string> cleared(unset.begin(), unset.end());
+  CHECK(cleared.count("REDLOCK_USER") == 1);  // no --user here: the command's must not come from elsewhere
+}
