@@ -1,5 +1,7 @@
 #include <doctest/doctest.h>
 
+#include "cli/usage_error.hpp"
+
 #include <cmath>
 
 #include "cli/commands.hpp"
@@ -16,14 +18,8 @@ AcquireOptions named(const std::string& name) {
 }
 
 // The usage error that planning O throws; empty when it throws none.
-std::string usage_error_of(const AcquireOptions& o, const GlobalOptions& global = {}) {
-  try {
-    plan_acquire(o, global);
-  } catch (const Error& e) {
-    CHECK(e.kind() == ErrorKind::Usage);
-    return e.what();
-  }
-  return {};
+std::string plan_error(const AcquireOptions& o, const GlobalOptions& global = {}) {
+  return usage_error_of([&] { plan_acquire(o, global); });
 }
 
 }  // namespace
@@ -54,7 +50,7 @@ TEST_CASE("acquire's plan: -n and -w exclude each other unless one is a flag and
   AcquireOptions o = named("job");
   o.nonblock = true;
   o.wait = "5s";
-  CHECK(usage_error_of(o).find("exclude each other") != std::string::npos);
+  CHECK(plan_error(o).find("exclude each other") != std::string::npos);
   GlobalOptions global;
   global.words = {"acquire", "job", "-w", "5s"};  // -n came from REDLOCK_NONBLOCK
   AcquirePlan plan = plan_acquire(o, global);
@@ -64,23 +60,23 @@ TEST_CASE("acquire's plan: -n and -w exclude each other unless one is a flag and
   plan = plan_acquire(o, global);
   CHECK_FALSE(plan.wait.wait);
   global.words = {"acquire", "-n", "--wait=5s", "job"};
-  CHECK(usage_error_of(o, global).find("exclude each other") != std::string::npos);
+  CHECK(plan_error(o, global).find("exclude each other") != std::string::npos);
 }
 
 TEST_CASE("acquire's plan: what cannot work is a usage error before any server is asked") {
   AcquireOptions o = named("job");
   o.ttl = "1ms";
-  CHECK(usage_error_of(o).find("leaves no validity") != std::string::npos);
+  CHECK(plan_error(o).find("leaves no validity") != std::string::npos);
   o = named("job");
   o.drift = std::nan("");
-  CHECK(usage_error_of(o).find("--drift") != std::string::npos);
+  CHECK(plan_error(o).find("--drift") != std::string::npos);
   o.drift = 0.6;
-  CHECK(usage_error_of(o).find("--drift") != std::string::npos);
+  CHECK(plan_error(o).find("--drift") != std::string::npos);
   o = named("job");
   o.fence_ttl = "30m";
-  CHECK(usage_error_of(o).find("--fence-ttl") != std::string::npos);
+  CHECK(plan_error(o).find("--fence-ttl") != std::string::npos);
   o = named("job");
   o.retry_delay = "soon";
-  CHECK(usage_error_of(o).find("--retry-delay") != std::string::npos);
-  CHECK(usage_error_of(named("job")).empty());
+  CHECK(plan_error(o).find("--retry-delay") != std::string::npos);
+  CHECK(plan_error(named("job")).empty());
 }

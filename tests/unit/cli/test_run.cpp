@@ -1,5 +1,7 @@
 #include <doctest/doctest.h>
 
+#include "cli/usage_error.hpp"
+
 #include "cli/run.hpp"
 
 using namespace redlock;
@@ -15,14 +17,9 @@ RunOptions running(std::vector<std::string> argv, const std::string& ttl = "30s"
   return o;
 }
 
-std::string usage_error_of(const RunOptions& o, const GlobalOptions& global = {}) {
-  try {
-    plan_run(o, global);
-  } catch (const Error& e) {
-    CHECK(e.kind() == ErrorKind::Usage);
-    return e.what();
-  }
-  return {};
+// The usage error that planning O throws; empty when it throws none.
+std::string plan_error(const RunOptions& o, const GlobalOptions& global = {}) {
+  return usage_error_of([&] { plan_run(o, global); });
 }
 
 }  // namespace
@@ -54,24 +51,24 @@ TEST_CASE("run's plan: -c STR runs in $SHELL, -- CMD beats a REDLOCK_COMMAND, no
   CHECK(plan_run(o, {}).argv == std::vector<std::string>{"date"});  // -c from the environment
   GlobalOptions global;
   global.words = {"run", "job", "-c", "echo hi"};
-  CHECK(usage_error_of(o, global).find("not both") != std::string::npos);
-  CHECK(usage_error_of(running({})).find("run needs a command") != std::string::npos);
+  CHECK(plan_error(o, global).find("not both") != std::string::npos);
+  CHECK(plan_error(running({})).find("run needs a command") != std::string::npos);
 }
 
 TEST_CASE("run's plan: options that cannot work together are usage errors") {
   RunOptions o = running({"true"}, "10s");
   o.renew = "10s";
-  CHECK(usage_error_of(o).find("must be shorter than --ttl") != std::string::npos);
-  CHECK(usage_error_of(running({"true"}, "30ms")).find("too short for run") != std::string::npos);
+  CHECK(plan_error(o).find("must be shorter than --ttl") != std::string::npos);
+  CHECK(plan_error(running({"true"}, "30ms")).find("too short for run") != std::string::npos);
   o = running({"true"});
   o.min_hold = "2s";
   o.max_hold = "1s";
-  CHECK(usage_error_of(o).find("shorter than --min-hold") != std::string::npos);
+  CHECK(plan_error(o).find("shorter than --min-hold") != std::string::npos);
   o.max_hold = "3s";
   RunPlan plan = plan_run(o, {});
   CHECK(plan.min_hold == std::chrono::seconds(2));
   CHECK(plan.max_hold == std::chrono::seconds(3));
   o = running({"true"});
   o.signal = "NOPE";
-  CHECK(usage_error_of(o).find("--signal") != std::string::npos);
+  CHECK(plan_error(o).find("--signal") != std::string::npos);
 }
