@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/net/ip_text.hpp"
 #include "core/net/stream.hpp"
 #include "core/util/fd.hpp"
 
@@ -36,16 +37,13 @@ std::string errno_text(const char* what, int err) {
 
 // "127.0.0.1:6379", "[::1]:6379", or a unix socket's path.
 std::string endpoint_text(const sockaddr_storage& addr, socklen_t length) {
-  char host[INET6_ADDRSTRLEN] = {};
   if (addr.ss_family == AF_INET) {
     const auto& in = reinterpret_cast<const sockaddr_in&>(addr);
-    inet_ntop(AF_INET, &in.sin_addr, host, sizeof host);
-    return std::string(host) + ":" + std::to_string(ntohs(in.sin_port));
+    return ip_text(in.sin_addr) + ":" + std::to_string(ntohs(in.sin_port));
   }
   if (addr.ss_family == AF_INET6) {
     const auto& in6 = reinterpret_cast<const sockaddr_in6&>(addr);
-    inet_ntop(AF_INET6, &in6.sin6_addr, host, sizeof host);
-    return "[" + std::string(host) + "]:" + std::to_string(ntohs(in6.sin6_port));
+    return "[" + ip_text(in6.sin6_addr) + "]:" + std::to_string(ntohs(in6.sin6_port));
   }
   if (addr.ss_family == AF_UNIX && length > static_cast<socklen_t>(offsetof(sockaddr_un, sun_path))) {
     const auto& un = reinterpret_cast<const sockaddr_un&>(addr);

@@ -8,6 +8,7 @@
 #include <set>
 #include <utility>
 
+#include "core/net/ip_text.hpp"
 #include "core/util/error.hpp"
 
 namespace redlock {
@@ -186,11 +187,10 @@ std::string ServerUrl::address() const {
   // Normalise textual forms of the same IP address ("::1" and "0:0::1").
   in6_addr a6{};
   in_addr a4{};
-  char buf[INET6_ADDRSTRLEN];
-  if (inet_pton(AF_INET6, host.c_str(), &a6) == 1 && inet_ntop(AF_INET6, &a6, buf, sizeof buf)) {
-    h = buf;
-  } else if (inet_pton(AF_INET, host.c_str(), &a4) == 1 && inet_ntop(AF_INET, &a4, buf, sizeof buf)) {
-    h = buf;
+  if (inet_pton(AF_INET, host.c_str(), &a4) == 1) {
+    h = ip_text(a4);
+  } else if (inet_pton(AF_INET6, host.c_str(), &a6) == 1) {
+    h = ip_text(a6);
   } else {
     for (char& c : h) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   }

@@ -1,5 +1,9 @@
 #include <doctest/doctest.h>
 
+#include <hiredis/hiredis.h>
+
+#include <random>
+
 #include "core/net/resp.hpp"
 
 using namespace redlock;
@@ -9,6 +13,28 @@ TEST_CASE("commands are encoded binary-safe") {
   std::string binary("a\0b\r\n", 5);
   encode_command({"SET", binary, "x y"}, out);
   CHECK(out == std::string("*3\r\n$3\r\nSET\r\n$5\r\na\0b\r\n\r\n$3\r\nx y\r\n", 33));
+}
+
+TEST_CASE("the encoding is RESP's, as hiredis writes it, appended to what is there") {
+  std::mt19937 rng(7);
+  for (int round = 0; round < 200; ++round) {
+    std::vector<std::string> argv(1 + rng() % 30);
+    std::vector<const char*> ptrs;
+    std::vector<std::size_t> lens;
+    for (auto& arg : argv) {
+      arg.resize(rng() % (round % 10 == 0 ? 5000 : 40));
+      for (auto& c : arg) c = static_cast<char>(rng());
+      ptrs.push_back(arg.data());
+      lens.push_back(arg.size());
+    }
+    char* expected = nullptr;
+    const int len = redisFormatCommandArgv(&expected, static_cast<int>(argv.size()), ptrs.data(), lens.data());
+    REQUIRE(len > 0);
+    std::string out = "before";
+    encode_command(argv, out);
+    CHECK(out == "before" + std::string(expected, static_cast<std::size_t>(len)));
+    redisFreeCommand(expected);
+  }
 }
 
 TEST_CASE("long argument lists are encoded too") {

@@ -1,5 +1,9 @@
 #include <doctest/doctest.h>
 
+#include <random>
+
+#include "core/net/ip_text.hpp"
+
 #include "core/net/server_url.hpp"
 #include "core/util/error.hpp"
 
@@ -225,4 +229,19 @@ TEST_CASE("server lists split on commas and whitespace") {
   auto url = parse_server_url(split_server_list("rediss://u:p, q@h:7")[0]);
   CHECK(*url.password == "p, q");
   CHECK(url.redacted().find("p, q") == std::string::npos);
+}
+
+TEST_CASE("an IP address is written as inet_ntop writes it") {
+  std::mt19937 rng(11);
+  for (int i = 0; i < 2000; ++i) {
+    in_addr a4{};
+    a4.s_addr = static_cast<std::uint32_t>(rng());
+    if (i < 4) a4.s_addr = i == 0 ? 0 : i == 1 ? 0xffffffffu : htonl(0x7f000001u) + static_cast<unsigned>(i - 2);
+    char expected[INET_ADDRSTRLEN];
+    REQUIRE(inet_ntop(AF_INET, &a4, expected, sizeof expected));
+    CHECK(redlock::ip_text(a4) == expected);
+  }
+  in6_addr a6{};
+  REQUIRE(inet_pton(AF_INET6, "0:0::1", &a6) == 1);
+  CHECK(redlock::ip_text(a6) == "::1");
 }
