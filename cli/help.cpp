@@ -2,39 +2,22 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <iterator>
 #include <string_view>
+
+#include "command_table.hpp"
 
 namespace redlock::cli {
 
 namespace {
 
-struct Synopsis {
-  std::string_view command;
-  std::string_view line;  // after "redlock [GLOBAL OPTIONS] "; several separated by '\n'
-};
-
-constexpr Synopsis kSynopses[] = {
-    {"acquire", "acquire NAME [OPTIONS]"},
-    {"extend", "extend NAME --token TOKEN [--ttl DUR]"},
-    {"release", "release NAME (--token TOKEN | --force)"},
-    {"status", "status NAME"},
-    {"run", "run [OPTIONS] NAME [OPTIONS] [--] CMD [ARG...]\nrun [OPTIONS] NAME [OPTIONS] -c STR"},
-    {"elect",
-     "elect [OPTIONS] NAME [OPTIONS] [--] CMD [ARG...]\nelect [OPTIONS] NAME [OPTIONS] -c STR\n"
-     "elect NAME --observe"},
-    {"doctor", "doctor [--ttl DUR]"},
-    {"list", "list [PATTERN]"},
-    {"watch", "watch NAME [--until released|free]"},
-    {"completion", "completion bash|zsh"},
-};
-
 // COMMAND's synopsis, a line each, added to LINES.
 void add_synopsis(std::vector<std::string>& lines, std::string_view command) {
-  for (const auto& s : kSynopses) {
-    if (s.command != command) continue;
+  for (const auto& row : kCommandTable) {
+    if (row.name != command) continue;
     // completion reads no server: no global option applies to it.
     const std::string head = command == "completion" ? "redlock " : "redlock [GLOBAL OPTIONS] ";
-    std::string_view text = s.line;
+    std::string_view text = row.synopsis;
     while (!text.empty()) {
       const auto end = std::min(text.find('\n'), text.size());
       lines.push_back(head + std::string(text.substr(0, end)));
@@ -57,7 +40,7 @@ class Help : public CLI::Formatter {
       add_synopsis(lines, app->get_name());
       return usage(lines);
     }
-    for (const auto& s : kSynopses) add_synopsis(lines, s.command);
+    for (const auto& row : kCommandTable) add_synopsis(lines, row.name);
     lines.emplace_back("redlock help [COMMAND]");
     return usage(lines);
   }
@@ -80,15 +63,13 @@ class Help : public CLI::Formatter {
 
 std::string command_list() {
   std::string out;
-  for (const char* name : kCommandNames) out += (out.empty() ? "" : ", ") + std::string(name);
+  for (const auto& row : kCommandTable) out.append(out.empty() ? "" : ", ").append(row.name);
   return out;
 }
 
 bool is_command(const std::string& word) {
-  for (const char* name : kCommandNames) {
-    if (word == name) return true;
-  }
-  return false;
+  return std::any_of(std::begin(kCommandTable), std::end(kCommandTable),
+                     [&](const CommandRow& row) { return row.name == word; });
 }
 
 void use_redlock_help(CLI::App& app) {

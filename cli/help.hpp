@@ -11,9 +11,6 @@ class App;
 
 namespace redlock::cli {
 
-// The commands, in the order the help lists them.
-inline constexpr const char* kCommandNames[] = {"acquire", "extend", "release", "status", "run",
-                                                "elect",   "doctor", "list",    "watch",  "completion"};
 // "acquire, extend, release, status, run, elect, doctor, list, watch, completion", for messages.
 std::string command_list();
 bool is_command(const std::string& word);

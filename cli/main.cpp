@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "command_table.hpp"
 #include "commands.hpp"
 #include "core/lock/faults.hpp"
 #include "core/util/error.hpp"
@@ -186,19 +187,13 @@ int checked_stdout(const std::string& command, int status) {
   return status == exit_code::kOk ? code : status;
 }
 
-using Setup = void (*)(CLI::App&, const GlobalOptions&, Action&);
-const std::pair<const char*, Setup> kCommands[] = {
-    {"acquire", setup_acquire}, {"extend", setup_extend},        {"release", setup_release}, {"status", setup_status},
-    {"run", setup_run},         {"elect", setup_elect},          {"doctor", setup_doctor},   {"list", setup_list},
-    {"watch", setup_watch},     {"completion", setup_completion}};
-
 // Adds the commands to APP. Building a command's options costs more than running most commands:
 // only the one WORD names is built, none for --version alone (WORD null), and all of them for
 // --help or a word that names none.
 void add_commands(CLI::App& app, const GlobalOptions& global, Action& action, const std::string* word) {
   const bool named = word != nullptr && is_command(*word);
-  for (const auto& [name, setup] : kCommands) {
-    if (word != nullptr && (!named || *word == name)) setup(app, global, action);
+  for (const auto& row : kCommandTable) {
+    if (word != nullptr && (!named || *word == row.name)) row.setup(app, global, action);
   }
   for (CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) sub->group("Commands");
 }
@@ -262,9 +257,10 @@ std::vector<std::string> commands_with(const std::string& name) {
   GlobalOptions global;
   Action action;
   std::vector<std::string> out;
-  for (const auto& [command, setup] : kCommands) {
-    setup(every, global, action);
-    if (option_kind(*every.get_subcommand(command), name) != OptionKind::Unknown) out.emplace_back(command);
+  for (const auto& row : kCommandTable) {
+    row.setup(every, global, action);
+    const std::string command(row.name);
+    if (option_kind(*every.get_subcommand(command), name) != OptionKind::Unknown) out.push_back(command);
   }
   return out;
 }
