@@ -23,6 +23,20 @@ def children_of(pid):
     return out
 
 
+def sleeping_child_of(pid):
+    """A child of PID that runs sleep(1), once there is one: not one between its shell's fork and
+    its exec. dash starts commands with vfork, and a ^Z in between stops the child while the shell
+    waits for its exec, unstoppable: the group is then never all stopped, whoever supervises it."""
+    for child in children_of(pid):
+        try:
+            with open("/proc/%d/comm" % child) as f:
+                if f.read().strip() == "sleep":
+                    return child
+        except OSError:
+            pass
+    return None
+
+
 def parent_of(pid):
     try:
         with open("/proc/%d/stat" % pid) as f:
@@ -459,7 +473,7 @@ class InteractiveShell(RunTest):
         self.type(b"%s %s -- sh -c 'echo $$ > %s; sleep 30; %s'; echo rc=$?\n" % (
             redlock_binary().encode(), args, pids.encode(), command))
         sh = self.read_pid("pids")
-        return sh, wait_for(lambda: children_of(sh), what="the grandchild").pop()
+        return sh, wait_for(lambda: sleeping_child_of(sh), what="the grandchild")
 
     def assert_gone(self, *pids):
         for pid in pids:
@@ -505,9 +519,10 @@ class InteractiveShell(RunTest):
 
     def test_ctrl_z_then_fg_within_the_ttl_carries_on(self):
         pids = self.path("pids")
-        self.type(b"%s run --ttl 10s job -- sh -c 'echo $$ > %s; sleep 1; echo do\"\"ne'; echo rc=$?\n" % (
+        self.type(b"%s run --ttl 10s job -- sh -c 'echo $$ > %s; sleep 2; echo do\"\"ne'; echo rc=$?\n" % (
             redlock_binary().encode(), pids.encode()))
-        self.read_pid("pids")
+        sh = self.read_pid("pids")
+        wait_for(lambda: sleeping_child_of(sh), what="the grandchild")
         self.type(b"\x1a")
         self.read_until(rb"Stopped")
         self.assertIsNotNone(self.cluster.servers[0].get("job"))
