@@ -190,6 +190,19 @@ class SentinelMembers(unittest.TestCase):
         self.assertIsNone(s["resolved"])
         self.rl("release", "--token", r.json()["token"], "sentinel-dead")
 
+    def test_a_secret_stays_out_of_output_and_the_command_environment(self):
+        down = "sentinel://%s:%s@127.0.0.1:1/gone?sentinel_password_file=%s" % ("u", MASTER_SECRET, self.password_file)
+        r = redlock(["-vv", "--json", "--timeout", "300ms", "acquire", "-n", "sentinel-secret"],
+                    servers=",".join(self.urls() + [down]), env=ENV)
+        self.assertEqual(r.code, 0, r)
+        self.assertNotIn(MASTER_SECRET, r.stdout + r.stderr)
+        self.assertNotIn(SENTINEL_SECRET, r.stdout + r.stderr)
+        self.assertIn("sentinel://u:***@127.0.0.1:1/gone", r.stdout)
+        self.rl("release", "--token", r.json()["token"], "sentinel-secret")
+        r = self.rl("run", "sentinel-secret", "--", "env")
+        self.assertEqual(r.code, 0, r)
+        self.assertIn("REDLOCK_SERVERS=sentinel://", r.stdout)
+
     def test_run_follows_its_member_through_a_failover(self):
         group = self.groups[0]
         old = group.master_port()
