@@ -211,6 +211,12 @@ ServerUrl ServerUrl::master_at(const std::string& at_host, int at_port) const {
   return url;
 }
 
+std::string ServerUrl::sentinel_address(std::size_t i) const {
+  std::string out;
+  append_endpoint(out, sentinels.at(i).host, sentinels.at(i).port);
+  return out;
+}
+
 ServerUrl ServerUrl::sentinel(std::size_t i) const {
   ServerUrl url;
   url.host = sentinels.at(i).host;
@@ -444,7 +450,7 @@ void check_distinct_addresses(const std::vector<ServerUrl>& servers) {
     for (std::size_t i = 0; i < s.sentinels.size(); ++i) {
       if (!seen.insert(s.master_name + "@" + s.sentinel(i).address()).second) {
         config_error("server " + s.redacted() + " names a Sentinel group listed already (master " + s.master_name +
-                     " through " + s.sentinel(i).redacted().substr(8) + "): it would count one vote twice");
+                     " through " + s.sentinel_address(i) + "): it would count one vote twice");
       }
     }
   }

@@ -51,6 +51,8 @@ struct ServerUrl {
   ServerUrl master_at(const std::string& host, int port) const;
   // A Sentinel member's sentinel I, as a redis:// URL with the sentinels' password.
   ServerUrl sentinel(std::size_t i) const;
+  // Its HOST:PORT, as it may be printed.
+  std::string sentinel_address(std::size_t i) const;
 
  private:
   std::string format(bool mark_password) const;

@@ -677,7 +677,7 @@ class Transport::Connection {
   // The sentinel asked did not answer: the next one is asked, until each has been once.
   void sentinel_failed(const std::string& why, TimePoint now) {
     const std::size_t n = url().sentinels.size();
-    sentinel_error_ = url().sentinel(sentinel_next_ % n).redacted().substr(8) + ": " + why;
+    sentinel_error_ = url().sentinel_address(sentinel_next_ % n) + ": " + why;
     asking_ = false;
     pending_.clear();
     close_stream();

@@ -256,6 +256,7 @@ TEST_CASE("server URLs: a Sentinel group is one member") {
     CHECK(master.redacted() == "redis://alice:***@10.0.0.5:6380/3");
     auto sentinel = u.sentinel(1);
     CHECK(sentinel.redacted() == "redis://***@s2:2");
+    CHECK(u.sentinel_address(1) == "s2:2");
     CHECK(*sentinel.password == "spw");
     CHECK_FALSE(sentinel.user);
   }
