@@ -203,6 +203,37 @@ class SentinelMembers(unittest.TestCase):
         self.assertEqual(r.code, 0, r)
         self.assertIn("REDLOCK_SERVERS=sentinel://", r.stdout)
 
+    def test_run_follows_its_member_after_its_master_dies(self):
+        group = self.groups[1]
+        old = group.master_port()
+        out = os.path.join(self.workdir, "run-killed.out")
+        with open(out, "wb") as f:
+            proc = spawn(["run", "--ttl", "3s", "--renew", "300ms", "sentinel-killed", "--", "sleep", "12"],
+                         servers=",".join(self.urls()), env=ENV, stdout=f, stderr=subprocess.STDOUT)
+        try:
+            wait_for(lambda: group.get(old, "sentinel-killed"), timeout=10, what="the lock")
+            token = group.get(old, "sentinel-killed")
+            group.server_at(old).kill()
+            wait_for(lambda: group.master_port() != old, timeout=30, interval=0.1, what="the failover")
+            new = group.master_port()
+            # The write WAIT confirmed is on the promoted replica; taken away there, the run's renewals,
+            # on the new master now, put it back.
+            self.assertEqual(group.get(new, "sentinel-killed"), token)
+            with group.server_at(new).client(password=MASTER_SECRET) as c:
+                c.call("DEL", "sentinel-killed")
+            wait_for(lambda: group.get(new, "sentinel-killed") == token, timeout=8, interval=0.05,
+                     what="the lock back on the new master")
+            self.assertIsNone(proc.poll(), "the run stopped")
+            proc.wait(timeout=30)
+        finally:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+                proc.wait(timeout=10)
+        with open(out, "rb") as f:
+            text = f.read().decode(errors="replace")
+        self.assertEqual(proc.returncode, 0, text)
+        self.assertNotIn(MASTER_SECRET, text)
+
     def test_run_follows_its_member_through_a_failover(self):
         group = self.groups[0]
         old = group.master_port()
