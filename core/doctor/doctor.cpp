@@ -538,6 +538,10 @@ Check check_master(const std::vector<ServerFacts>& servers) {
     if (!askable(f)) continue;
     if (!f.role) {
       c.notes.push_back({i, Verdict::Unknown, "ROLE refused or failed (" + f.role_error + ")"});
+    } else if (*f.role == "master" && f.sentinel_member) {
+      if (f.replicas == 0) {
+        c.notes.push_back({i, Verdict::Warn, "a Sentinel group's master without replicas: a failover loses its locks"});
+      }
     } else if (*f.role == "master") {
       if (f.replicas > 0) {
         c.notes.push_back({i, Verdict::Warn, "a master with " + plural(f.replicas, "replica", "replicas")});
@@ -552,7 +556,9 @@ Check check_master(const std::vector<ServerFacts>& servers) {
   const std::size_t asked = count_askable(servers);
   switch (c.verdict) {
     case Verdict::Ok:
-      c.summary = "every server is a master without replicas";
+      c.summary = std::any_of(servers.begin(), servers.end(), [](const ServerFacts& f) { return f.sentinel_member; })
+                      ? "every server is a master (a Sentinel group's with replicas, the others without)"
+                      : "every server is a master without replicas";
       break;
     case Verdict::Unknown:
       c.summary = "some servers would not tell their role";
@@ -562,7 +568,8 @@ Check check_master(const std::vector<ServerFacts>& servers) {
       c.advice =
           "Redlock needs independent masters. A replica refuses the lock's writes; a master that fails over "
           "to its replica can grant a lock twice, because replication is asynchronous. List masters only, "
-          "with no failover between them.";
+          "with no failover between them, or a group as one sentinel:// member, whose votes wait until a "
+          "replica has them.";
   }
   return c;
 }
@@ -949,7 +956,10 @@ DoctorReport assess(std::vector<ServerFacts> facts, const DoctorOptions& options
 DoctorReport run_doctor(Network& network, const DoctorOptions& options) {
   const std::size_t n = network.size();
   std::vector<ServerFacts> facts(n);
-  for (std::size_t i = 0; i < n; ++i) facts[i].server = network.describe(i);
+  for (std::size_t i = 0; i < n; ++i) {
+    facts[i].server = network.describe(i);
+    facts[i].sentinel_member = facts[i].server.starts_with("sentinel://");
+  }
 
   // First a PING: it opens the connections (connect, AUTH, SELECT and the transport's own INFO
   // in one round trip), the cost every invocation of redlock pays.

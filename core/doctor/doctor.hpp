@@ -50,6 +50,7 @@ std::optional<ClockSkew> measure_skew(const std::vector<std::optional<ClockSampl
 // What one server told us.
 struct ServerFacts {
   std::string server;                     // redacted URL
+  bool sentinel_member = false;           // a Sentinel group: its master is meant to have replicas
   bool reachable = false;                 // answered a command at all (an ACL refusal is an answer)
   bool duplicate = false;                 // the same server as another configured one
   std::string error;                      // why not reachable, or the duplicate's explanation

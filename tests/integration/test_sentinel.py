@@ -1,6 +1,6 @@
 """Sentinel groups as quorum members: `sentinel://S1,S2,S3/NAME` resolved through any answering
 sentinel, the master's role checked, a vote counted once WAIT confirms a replica has it, and a long
-`run` that follows its member through a failover.
+`run` that follows its member through a failover (SENTINEL FAILOVER) and past a killed master.
 
 Three groups, each a master, a replica and three redis-sentinel processes on free loopback ports
 (down-after-milliseconds 1000). Group 1's master and replica take a password (given in its URL);
@@ -166,6 +166,15 @@ class SentinelMembers(unittest.TestCase):
         self.assertEqual(r.code, 0, r)
         for g in self.groups:
             self.assertIsNone(g.get(g.master_port(), "sentinel-basic"))
+
+    def test_doctor_takes_a_sentinel_groups_replica_as_meant(self):
+        r = self.rl("--json", "doctor", "--ttl", "1s")
+        self.assertIn(r.code, (0, 1), r)  # persistence warns: these servers keep nothing on disk
+        checks = {c["check"]: c for c in r.json()["checks"]}
+        self.assertEqual(checks["master"]["verdict"], "ok", checks["master"])
+        self.assertIn("Sentinel group", checks["master"]["summary"])
+        self.assertEqual([s["role"] for s in r.json()["servers"]], ["master"] * 3)
+        self.assertEqual([s["replicas"] for s in r.json()["servers"]], [1] * 3)
 
     def test_more_replicas_than_the_master_has_cannot_confirm_a_vote(self):
         r = self.rl("--json", "--member-wait", "2", "--timeout", "300ms", "acquire", "-n", "sentinel-wait2")

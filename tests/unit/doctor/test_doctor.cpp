@@ -514,3 +514,17 @@ TEST_CASE("eviction: any policy but noeviction fails with a maxmemory, warns wit
   servers[1].maxmemory_policy.reset();
   CHECK(check_eviction(servers).verdict == Verdict::Fail);
 }
+
+TEST_CASE("master: a Sentinel group's master is meant to have replicas; one without any warns") {
+  auto servers = healthy_servers(3);
+  servers[0].sentinel_member = true;
+  servers[0].replicas = 1;
+  CHECK(check_master(servers).verdict == Verdict::Ok);
+  servers[0].replicas = 0;
+  Check c = check_master(servers);
+  CHECK(c.verdict == Verdict::Warn);
+  REQUIRE(c.notes.size() == 1);
+  CHECK(c.notes[0].text.find("without replicas") != std::string::npos);
+  servers[1].replicas = 2;  // a standalone master with replicas still warns
+  CHECK(check_master(servers).notes.size() == 2);
+}
