@@ -189,7 +189,8 @@ Credentials resolve_credentials(const GlobalOptions& options) {
   for (auto& s : c.servers) {
     const auto& by_address = inherited_passwords().by_address;
     if (auto it = by_address.find(s.address()); !s.password && it != by_address.end()) s.password = it->second;
-    if (s.sentinel_password_file) s.sentinel_password = read_password_file(*s.sentinel_password_file, "sentinel_password_file");
+    if (s.sentinel_password_file)
+      s.sentinel_password = read_password_file(*s.sentinel_password_file, "sentinel_password_file");
   }
   c.password = fallback_password(options);
   check_credentials(c);

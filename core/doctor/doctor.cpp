@@ -928,10 +928,18 @@ DoctorReport assess(std::vector<ServerFacts> facts, const DoctorOptions& options
 
   const auto& s = report.servers;
   report.checks = {
-      check_reachable(s),        check_fault_tolerance(s.size()), check_master(s),
-      check_distinct(s),         check_persistence(s, options),   check_clock(s, report.skew, options),
-      check_uptime(s, options),  check_acl(s, options.probe_key), check_fences(s, options.prefix),
-      check_latency(s, options), check_cluster(s),               check_eviction(s),
+      check_reachable(s),
+      check_fault_tolerance(s.size()),
+      check_master(s),
+      check_distinct(s),
+      check_persistence(s, options),
+      check_clock(s, report.skew, options),
+      check_uptime(s, options),
+      check_acl(s, options.probe_key),
+      check_fences(s, options.prefix),
+      check_latency(s, options),
+      check_cluster(s),
+      check_eviction(s),
   };
   report.reachable.total = s.size();
   const std::vector<bool> votes = voters(s);

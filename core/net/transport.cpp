@@ -242,7 +242,7 @@ class Transport::Connection {
                                     " (is it a TLS port?)"
                               : "connect timed out after " + ms_text(owner_.options_.timeout);
         finish(done, Failure::Timeout, why, now - p.sent);
-        stale_ = url().is_sentinel();
+        if (url().is_sentinel()) stale_ = true;
       }
       if (!p.done) ++abandoned;
     }
@@ -323,10 +323,10 @@ class Transport::Connection {
   struct Pending {
     enum class Kind { Auth, Select, Info, Role, Request, Subscribe, Sentinel, Wait };
     Kind kind = Kind::Request;
-    int wait_for = 0;                  // Request: replicas WAIT must confirm (its reply comes next)
-    std::optional<Result> answer;      // Wait: the request's own answer, told once WAIT has answered
-    std::string channel;  // Subscribe: the channel asked for
-    ResultCallback done;  // empty once abandoned
+    int wait_for = 0;              // Request: replicas WAIT must confirm (its reply comes next)
+    std::optional<Result> answer;  // Wait: the request's own answer, told once WAIT has answered
+    std::string channel;           // Subscribe: the channel asked for
+    ResultCallback done;           // empty once abandoned
     TimePoint sent;
     TimePoint deadline;
     Duration cpu_wait{};  // this process's wait for a CPU until then (read_cpu_wait)
@@ -684,7 +684,8 @@ class Transport::Connection {
     sentinel_next_ = (sentinel_next_ + 1) % n;
     if (++sentinels_tried_ >= n) {
       sentinels_tried_ = 0;
-      return fail_unsent(Failure::Connect, "no sentinel named the master " + url().master_name + " (" + sentinel_error_ + ")", now);
+      return fail_unsent(Failure::Connect,
+                         "no sentinel named the master " + url().master_name + " (" + sentinel_error_ + ")", now);
     }
     if (unsent_.empty()) return;
     ask_sentinel(now);
@@ -696,7 +697,8 @@ class Transport::Connection {
   bool confirm_master(TimePoint now) {
     if (!server_role_.empty() && server_role_ != "master") {
       fail(Failure::Replica,
-           endpoint().redacted() + ", named by the sentinels as the master " + url().master_name + ", is a " + server_role_,
+           endpoint().redacted() + ", named by the sentinels as the master " + url().master_name + ", is a " +
+               server_role_,
            now);
       return false;
     }
@@ -729,7 +731,8 @@ class Transport::Connection {
   // The requests no master was found for in time fail; a sentinel that has not answered by the
   // deadline of its question costs the next one's turn.
   void expire_unresolved(TimePoint now) {
-    if (asking_ && std::any_of(pending_.begin(), pending_.end(), [now](const Pending& p) { return now >= p.deadline; })) {
+    if (asking_ &&
+        std::any_of(pending_.begin(), pending_.end(), [now](const Pending& p) { return now >= p.deadline; })) {
       sentinel_failed("no answer within " + ms_text(owner_.options_.timeout), now);
     }
     bool expired = false;

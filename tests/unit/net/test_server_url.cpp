@@ -261,9 +261,9 @@ TEST_CASE("server URLs: a Sentinel group is one member") {
     CHECK_FALSE(sentinel.user);
   }
   SUBCASE("mistakes are configuration errors that never show the password") {
-    for (const char* bad : {"sentinel://pw@s1", "sentinel://pw@s1/", "sentinel://pw@/m", "sentinel://pw@s1,/m",
-                            "sentinel://pw@s1:0/m", "sentinel://pw@s1/m?x=1", "sentinel://pw@s1/m?db=x",
-                            "sentinel://pw@s1/m/n", "sentinel:/s1/m"}) {
+    for (const char* bad :
+         {"sentinel://pw@s1", "sentinel://pw@s1/", "sentinel://pw@/m", "sentinel://pw@s1,/m", "sentinel://pw@s1:0/m",
+          "sentinel://pw@s1/m?x=1", "sentinel://pw@s1/m?db=x", "sentinel://pw@s1/m/n", "sentinel:/s1/m"}) {
       CAPTURE(bad);
       try {
         parse_server_url(bad);

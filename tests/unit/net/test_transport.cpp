@@ -321,8 +321,8 @@ TEST_CASE("a Sentinel member: sentinels asked in turn, the master named checked 
   TransportOptions o;
   o.timeout = 2s;
   // The first sentinel refuses connections: the next one is asked within the same deadline.
-  Transport t({parse_server_url("sentinel://127.0.0.1:" + std::to_string(free_port()) + ",127.0.0.1:" +
-                                std::to_string(sentinel.port) + "/mymaster")},
+  Transport t({parse_server_url("sentinel://127.0.0.1:" + std::to_string(free_port()) +
+                                ",127.0.0.1:" + std::to_string(sentinel.port) + "/mymaster")},
               o);
   Result r = one_request(t);
   s.join();
@@ -340,7 +340,8 @@ TEST_CASE("a Sentinel member whose named master says it is a replica gets nothin
   Listener sentinel, master;
   std::string asked, received;
   std::thread s = scripted(sentinel, {{"mymaster", master_address(master.port)}}, asked);
-  const std::string replica = "*5\r\n" + bulk("slave") + bulk("127.0.0.1") + ":6379\r\n" + bulk("connected") + ":42\r\n";
+  const std::string replica =
+      "*5\r\n" + bulk("slave") + bulk("127.0.0.1") + ":6379\r\n" + bulk("connected") + ":42\r\n";
   std::thread m = scripted(master, {{"ROLE", kInfo + replica}}, received);
   TransportOptions o;
   o.timeout = 2s;
@@ -359,11 +360,9 @@ TEST_CASE("a vote on a Sentinel member counts once WAIT confirms a replica has i
   std::string asked, received;
   std::thread s = scripted(sentinel, {{"mymaster", master_address(master.port)}}, asked);
   // The vote, then WAIT in the same pipeline: one replica confirms the first, none the second.
-  std::thread m = scripted(master,
-                           {{"ROLE", kInfo + kMasterWithReplica},
-                            {"WAIT", "+PONG\r\n:1\r\n"},
-                            {"WAIT", "+PONG\r\n:0\r\n"}},
-                           received);
+  std::thread m =
+      scripted(master, {{"ROLE", kInfo + kMasterWithReplica}, {"WAIT", "+PONG\r\n:1\r\n"}, {"WAIT", "+PONG\r\n:0\r\n"}},
+               received);
   TransportOptions o;
   o.timeout = 2s;
   Transport t({parse_server_url("sentinel://127.0.0.1:" + std::to_string(sentinel.port) + "/mymaster")}, o);
