@@ -5,7 +5,7 @@ key that must not stay behind."""
 import os
 import time
 
-from harness import ClusterTest, Server, main, redlock
+from harness import ClusterTest, Server, free_port, main, redlock
 
 CHECKS = ["reachable", "fault-tolerance", "master", "distinct", "persistence", "clock", "uptime", "acl", "fences",
           "latency", "cluster", "eviction"]
@@ -220,8 +220,9 @@ class NotStandaloneOrEvicting(ClusterTest):
         self.assertEqual(checks_of(r)["cluster"]["verdict"], "ok")
 
     def test_a_cluster_node_listed_as_a_master_fails_cluster(self):
-        node = Server(self.cluster.workdir, 9, ("--cluster-enabled", "yes", "--cluster-config-file",
-                                                os.path.join(self.cluster.workdir, "nodes-9.conf")))
+        # The cluster bus on a free port of its own: port + 10000 may be taken, or past 65535.
+        node = Server(self.cluster.workdir, 9, ("--cluster-enabled", "yes", "--cluster-port", str(free_port()),
+                                                "--cluster-config-file", os.path.join(self.cluster.workdir, "nodes-9.conf")))
         node.start()
         self.addCleanup(node.kill)
         spec = ",".join([s.address for s in self.cluster.servers[:2]] + [node.address])
