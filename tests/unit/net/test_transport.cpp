@@ -389,3 +389,26 @@ TEST_CASE("a vote on a Sentinel member counts once WAIT confirms a replica has i
   CHECK(received.find("PING") < wait);
   CHECK(received.substr(wait, 20).find("$1\r\n1\r\n") != std::string::npos);
 }
+
+TEST_CASE("a Sentinel member whose master refuses WAIT fails its votes, and says why") {
+  Listener sentinel, master;
+  std::string asked, received;
+  std::thread s = scripted(sentinel, {{"mymaster", master_address(master.port)}}, asked);
+  std::thread m = scripted(
+      master, {{"ROLE", kInfo + kMasterAlone}, {"WAIT", "+PONG\r\n-ERR unknown command 'WAIT'\r\n"}}, received);
+  TransportOptions o;
+  o.timeout = 2s;
+  o.member_wait = 1;  // asked for, though ROLE lists no replica
+  Transport t({parse_server_url("sentinel://127.0.0.1:" + std::to_string(sentinel.port) + "/mymaster")}, o);
+  std::optional<Result> out;
+  Request request = Request::command({"PING"});
+  request.replicated = true;
+  t.send(0, std::move(request), [&](Result r) { out = std::move(r); });
+  t.run_until([&] { return out.has_value(); }, Clock::now() + 5s);
+  s.join();
+  m.join();
+  REQUIRE(out);
+  CHECK(out->failure == Failure::Reply);
+  CHECK(out->error.find("WAIT refused") != std::string::npos);
+  CHECK(out->error.find("--member-wait 0") != std::string::npos);
+}
