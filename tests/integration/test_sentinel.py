@@ -176,6 +176,22 @@ class SentinelMembers(unittest.TestCase):
         self.assertEqual([s["role"] for s in r.json()["servers"]], ["master"] * 3)
         self.assertEqual([s["replicas"] for s in r.json()["servers"]], [1] * 3)
 
+    def test_mixed_members_in_one_list_and_repeated(self):
+        plain = Server(self.workdir, 99).start()
+        self.addCleanup(plain.kill)
+        spec = "%s,%s,redis://127.0.0.1:%d" % (self.groups[0].url(), self.groups[2].url(self.password_file), plain.port)
+        r = redlock(["--json", "acquire", "-n", "sentinel-mixed"], servers=spec, env=ENV)
+        self.assertEqual(r.code, 0, r)
+        servers = r.json()["servers"]
+        self.assertEqual([s["ok"] for s in servers], [True] * 3)
+        self.assertEqual(servers[2]["member"], "redis://127.0.0.1:%d" % plain.port)
+        self.assertEqual(plain.get("sentinel-mixed"), r.json()["token"].encode())
+        r = redlock(["-S", self.groups[0].url(), "-S", self.groups[2].url(self.password_file),
+                     "-S", "127.0.0.1:%d" % plain.port, "--json", "release", "--token", r.json()["token"],
+                     "sentinel-mixed"], env=ENV)
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual([s["result"] for s in r.json()["servers"]], ["released"] * 3)
+
     def test_more_replicas_than_the_master_has_cannot_confirm_a_vote(self):
         r = self.rl("--json", "--member-wait", "2", "--timeout", "300ms", "acquire", "-n", "sentinel-wait2")
         self.assertEqual(r.code, 69, r)
