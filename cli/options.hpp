@@ -49,6 +49,7 @@ struct OptionRow {
 struct GlobalOptions {
   std::vector<std::string> servers;
   std::string timeout = "100ms";
+  std::string member_wait;  // empty: by the master's replicas
   std::string password_file;
   std::string user;
   std::string tls_ca;

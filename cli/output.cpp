@@ -134,6 +134,8 @@ Json json_servers(const std::vector<ServerReport>& servers) {
   for (const auto& s : servers) {
     Json j;
     j["server"] = s.server;
+    j["member"] = s.server;
+    j["resolved"] = s.resolved.empty() ? Json(nullptr) : Json(s.resolved);
     j["ok"] = s.waited_for() ? Json(s.ok) : Json(nullptr);  // not waited for: neither success nor failure
     j["result"] = s.result_name();
     j["latency_ms"] = s.latency ? Json(json_ms(*s.latency)) : Json(nullptr);

@@ -27,16 +27,16 @@ std::optional<std::string> env(std::string_view name) {
 
 // The first line of PATH, refused when the file is readable by group or others (as ssh does with
 // keys). The mode is checked on the descriptor that is read, so a file swapped in between cannot slip by.
-std::string read_password_file(const std::string& path) {
+std::string read_password_file(const std::string& path, const std::string& what = "--password-file") {
   Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK));
-  if (!fd) config_error("--password-file '" + path + "': " + std::strerror(errno));
+  if (!fd) config_error(what + " '" + path + "': " + std::strerror(errno));
   struct stat st {};
-  if (fstat(fd.get(), &st) != 0) config_error("--password-file '" + path + "': " + std::strerror(errno));
-  if (!S_ISREG(st.st_mode)) config_error("--password-file '" + path + "' is not a regular file");
+  if (fstat(fd.get(), &st) != 0) config_error(what + " '" + path + "': " + std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) config_error(what + " '" + path + "' is not a regular file");
   if (st.st_mode & (S_IRGRP | S_IROTH)) {
     char mode[8];
     std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
-    config_error("--password-file '" + path + "' is readable by group or others (mode " + mode +
+    config_error(what + " '" + path + "' is readable by group or others (mode " + mode +
                  "); make it private with chmod 600");
   }
   std::string content;
@@ -44,14 +44,14 @@ std::string read_password_file(const std::string& path) {
   for (;;) {
     ssize_t n = ::read(fd.get(), buf, sizeof buf);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) config_error("--password-file '" + path + "': " + std::strerror(errno));
+    if (n < 0) config_error(what + " '" + path + "': " + std::strerror(errno));
     if (n == 0) break;
     content.append(buf, static_cast<std::size_t>(n));
-    if (content.size() > 64 * 1024) config_error("--password-file '" + path + "' is too large for a password");
+    if (content.size() > 64 * 1024) config_error(what + " '" + path + "' is too large for a password");
   }
   std::string password = content.substr(0, content.find('\n'));
   if (!password.empty() && password.back() == '\r') password.pop_back();
-  if (password.empty()) config_error("--password-file '" + path + "' is empty");
+  if (password.empty()) config_error(what + " '" + path + "' is empty");
   return password;
 }
 
@@ -189,6 +189,8 @@ Credentials resolve_credentials(const GlobalOptions& options) {
   for (auto& s : c.servers) {
     const auto& by_address = inherited_passwords().by_address;
     if (auto it = by_address.find(s.address()); !s.password && it != by_address.end()) s.password = it->second;
+    if (s.sentinel_password_file)
+      s.sentinel_password = read_password_file(*s.sentinel_password_file, "sentinel_password_file");
   }
   c.password = fallback_password(options);
   check_credentials(c);
@@ -217,6 +219,15 @@ std::unique_ptr<Transport> connect_servers(const GlobalOptions& options) {
   }
   TransportOptions t;
   t.timeout = request_timeout(options);
+  if (!options.member_wait.empty()) {
+    int n = -1;
+    const auto& text = options.member_wait;
+    auto res = std::from_chars(text.data(), text.data() + text.size(), n);
+    if (res.ec != std::errc() || res.ptr != text.data() + text.size() || n < 0 || n > 1000) {
+      usage_error("--member-wait: '" + printable(text) + "' is not a number of replicas (0 to 1000)");
+    }
+    t.member_wait = n;
+  }
   t.user = std::move(c.user);
   t.password = std::move(c.password);
   t.tls = TlsOptions{options.tls_ca, options.tls_cert, options.tls_key, options.tls_server_name, options.tls_insecure};

@@ -17,7 +17,7 @@ _redlock_value_kind() {
         -S | --servers)
             echo server ;;
         --user | --tls-server-name | --prefix | --token | --owner | --drift | -E | --conflict-exit-code | \
-            -c | --command | --lost-exit-code | --max-terms | --limit)
+            -c | --command | --lost-exit-code | --max-terms | --limit | --member-wait)
             echo other ;;
         --until)
             echo until ;;
@@ -79,7 +79,7 @@ _redlock_main() {
         prev=${words[cword - 2]}
     fi
 
-    local global_opts="-S --servers --timeout --password-file --user --tls-ca --tls-cert --tls-key
+    local global_opts="-S --servers --timeout --member-wait --password-file --user --tls-ca --tls-cert --tls-key
         --tls-server-name --tls-insecure --json -v --verbose -q --quiet --prefix -h --help -V --version"
     local commands="acquire extend release status run elect doctor list watch completion"
     local acquire_opts="--ttl -n --nonblock -w --wait -E --conflict-exit-code --token --token-file

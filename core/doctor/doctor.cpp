@@ -162,17 +162,27 @@ void read_info_server(ServerFacts& f, const Result& r) {
   if (auto it = info.find("uptime_in_seconds"); it != info.end()) f.uptime_s = to_int(it->second);
 }
 
-void read_info_persistence(ServerFacts& f, const Result& r) {
+// A 0/1 field of an INFO section into FLAG, or why not into ERROR.
+void read_info_flag(const Result& r, const std::string& section, const std::string& field, std::optional<bool>& flag,
+                    std::string& error) {
   if (!r.ok() || r.reply.type != Reply::Type::String) {
-    f.persistence_error = r.ok() ? "unexpected reply to INFO" : failure_text(r);
+    error = r.ok() ? "unexpected reply to INFO" : failure_text(r);
     return;
   }
   auto info = parse_info(r.reply.str);
-  if (auto it = info.find("aof_enabled"); it != info.end()) {
-    f.aof = it->second != "0";
+  if (auto it = info.find(field); it != info.end()) {
+    flag = it->second != "0";
   } else {
-    f.persistence_error = "INFO persistence has no aof_enabled";
+    error = "INFO " + section + " has no " + field;
   }
+}
+
+void read_info_persistence(ServerFacts& f, const Result& r) {
+  read_info_flag(r, "persistence", "aof_enabled", f.aof, f.persistence_error);
+}
+
+void read_info_cluster(ServerFacts& f, const Result& r) {
+  read_info_flag(r, "cluster", "cluster_enabled", f.cluster_enabled, f.cluster_error);
 }
 
 void read_appendfsync(ServerFacts& f, const Result& r) {
@@ -183,6 +193,20 @@ void read_appendfsync(ServerFacts& f, const Result& r) {
   } else {
     f.config_error = "CONFIG GET appendfsync gave no value";
   }
+}
+
+// CONFIG GET maxmemory*: name and value pairs.
+void read_memory(ServerFacts& f, const Result& r) {
+  if (!r.ok()) {
+    f.memory_error = failure_text(r);
+    return;
+  }
+  const auto& e = r.reply.elements;
+  for (std::size_t k = 0; r.reply.type == Reply::Type::Array && k + 1 < e.size(); k += 2) {
+    if (e[k].str == "maxmemory-policy") f.maxmemory_policy = e[k + 1].str;
+    if (e[k].str == "maxmemory") f.maxmemory = e[k + 1].as_integer();
+  }
+  if (!f.maxmemory_policy) f.memory_error = "CONFIG GET maxmemory* gave no maxmemory-policy";
 }
 
 void read_time(ServerFacts& f, const Result& r, TimePoint sent) {
@@ -215,6 +239,8 @@ enum Probe : std::size_t {
   kInfoServer,
   kInfoPersistence,
   kConfigFsync,
+  kInfoCluster,
+  kConfigMemory,
   kAcquire,
   kExtend,
   kStatus,
@@ -261,6 +287,8 @@ std::vector<Request> probe_requests(const LockKeys& keys, const std::string& tok
   r[kInfoServer] = Request::command({"INFO", "server"});
   r[kInfoPersistence] = Request::command({"INFO", "persistence"});
   r[kConfigFsync] = Request::command({"CONFIG", "GET", "appendfsync"});
+  r[kInfoCluster] = Request::command({"INFO", "cluster"});
+  r[kConfigMemory] = Request::command({"CONFIG", "GET", "maxmemory*"});
   // With an owner record and a channel, so that every key, command and channel the lock commands
   // touch is exercised: the owner key is written, the wake-up channel published on.
   // The fencing counter it makes expires as soon as the lock does, should the clean-up be refused.
@@ -510,6 +538,10 @@ Check check_master(const std::vector<ServerFacts>& servers) {
     if (!askable(f)) continue;
     if (!f.role) {
       c.notes.push_back({i, Verdict::Unknown, "ROLE refused or failed (" + f.role_error + ")"});
+    } else if (*f.role == "master" && f.sentinel_member) {
+      if (f.replicas == 0) {
+        c.notes.push_back({i, Verdict::Warn, "a Sentinel group's master without replicas: a failover loses its locks"});
+      }
     } else if (*f.role == "master") {
       if (f.replicas > 0) {
         c.notes.push_back({i, Verdict::Warn, "a master with " + plural(f.replicas, "replica", "replicas")});
@@ -524,7 +556,9 @@ Check check_master(const std::vector<ServerFacts>& servers) {
   const std::size_t asked = count_askable(servers);
   switch (c.verdict) {
     case Verdict::Ok:
-      c.summary = "every server is a master without replicas";
+      c.summary = std::any_of(servers.begin(), servers.end(), [](const ServerFacts& f) { return f.sentinel_member; })
+                      ? "every server is a master (a Sentinel group's with replicas, the others without)"
+                      : "every server is a master without replicas";
       break;
     case Verdict::Unknown:
       c.summary = "some servers would not tell their role";
@@ -534,8 +568,63 @@ Check check_master(const std::vector<ServerFacts>& servers) {
       c.advice =
           "Redlock needs independent masters. A replica refuses the lock's writes; a master that fails over "
           "to its replica can grant a lock twice, because replication is asynchronous. List masters only, "
-          "with no failover between them.";
+          "with no failover between them, or a group as one sentinel:// member, whose votes wait until a "
+          "replica has them.";
   }
+  return c;
+}
+
+namespace {
+
+// The verdict of C from its notes, and the summary (and advice) that goes with it.
+void conclude(Check& c, const std::string& ok, const std::string& unknown, const std::string& bad,
+              const std::string& advice) {
+  c.verdict = worst_of(c.notes);
+  c.summary = c.verdict == Verdict::Ok ? ok : c.verdict == Verdict::Unknown ? unknown : bad;
+  if (c.verdict >= Verdict::Warn) c.advice = advice;
+}
+
+}  // namespace
+
+Check check_cluster(const std::vector<ServerFacts>& servers) {
+  Check c;
+  c.name = "cluster";
+  for (std::size_t i = 0; i < servers.size(); ++i) {
+    const ServerFacts& f = servers[i];
+    if (!askable(f)) continue;
+    if (!f.cluster_enabled) {
+      c.notes.push_back({i, Verdict::Unknown, "INFO cluster refused or failed (" + f.cluster_error + ")"});
+    } else if (*f.cluster_enabled) {
+      c.notes.push_back({i, Verdict::Fail, "a node of a Redis Cluster (cluster_enabled:1)"});
+    }
+  }
+  conclude(c, "no server is a cluster node", "some servers would not say whether they are cluster nodes",
+           are(count_notes(c.notes, Verdict::Fail), count_askable(servers)) + " nodes of a Redis Cluster",
+           "A cluster node holds the keys of its own slots only and answers the others with MOVED, and two "
+           "nodes of one cluster are not independent votes. List standalone masters (or Sentinel groups).");
+  return c;
+}
+
+Check check_eviction(const std::vector<ServerFacts>& servers) {
+  Check c;
+  c.name = "eviction";
+  for (std::size_t i = 0; i < servers.size(); ++i) {
+    const ServerFacts& f = servers[i];
+    if (!askable(f)) continue;
+    if (!f.maxmemory_policy) {
+      c.notes.push_back({i, Verdict::Unknown, "maxmemory-policy unknown (" + f.memory_error + ")"});
+    } else if (*f.maxmemory_policy != "noeviction") {
+      const bool limited = f.maxmemory.value_or(1) != 0;
+      c.notes.push_back({i, limited ? Verdict::Fail : Verdict::Warn,
+                         "maxmemory-policy " + *f.maxmemory_policy +
+                             (limited ? ": it evicts keys when full" : ", no maxmemory yet: it would evict keys")});
+    }
+  }
+  conclude(c, "no server evicts keys (maxmemory-policy noeviction)",
+           "some servers would not tell their maxmemory-policy",
+           are(count_notes(c.notes, Verdict::Warn), count_askable(servers)) + " allowed to evict keys",
+           "An evicted lock is a lost lock: another client takes it while its holder still acts. Set "
+           "maxmemory-policy noeviction (writes then fail when memory is full, which is a failed server).");
   return c;
 }
 
@@ -839,10 +928,18 @@ DoctorReport assess(std::vector<ServerFacts> facts, const DoctorOptions& options
 
   const auto& s = report.servers;
   report.checks = {
-      check_reachable(s),        check_fault_tolerance(s.size()), check_master(s),
-      check_distinct(s),         check_persistence(s, options),   check_clock(s, report.skew, options),
-      check_uptime(s, options),  check_acl(s, options.probe_key), check_fences(s, options.prefix),
+      check_reachable(s),
+      check_fault_tolerance(s.size()),
+      check_master(s),
+      check_distinct(s),
+      check_persistence(s, options),
+      check_clock(s, report.skew, options),
+      check_uptime(s, options),
+      check_acl(s, options.probe_key),
+      check_fences(s, options.prefix),
       check_latency(s, options),
+      check_cluster(s),
+      check_eviction(s),
   };
   report.reachable.total = s.size();
   const std::vector<bool> votes = voters(s);
@@ -867,7 +964,10 @@ DoctorReport assess(std::vector<ServerFacts> facts, const DoctorOptions& options
 DoctorReport run_doctor(Network& network, const DoctorOptions& options) {
   const std::size_t n = network.size();
   std::vector<ServerFacts> facts(n);
-  for (std::size_t i = 0; i < n; ++i) facts[i].server = network.describe(i);
+  for (std::size_t i = 0; i < n; ++i) {
+    facts[i].server = network.describe(i);
+    facts[i].sentinel_member = facts[i].server.starts_with("sentinel://");
+  }
 
   // First a PING: it opens the connections (connect, AUTH, SELECT and the transport's own INFO
   // in one round trip), the cost every invocation of redlock pays.
@@ -910,6 +1010,8 @@ DoctorReport run_doctor(Network& network, const DoctorOptions& options) {
     read_info_server(f, *probe.result(i, kInfoServer));
     read_info_persistence(f, *probe.result(i, kInfoPersistence));
     read_appendfsync(f, *probe.result(i, kConfigFsync));
+    read_info_cluster(f, *probe.result(i, kInfoCluster));
+    read_memory(f, *probe.result(i, kConfigMemory));
     read_probe(f, probe, i);
   }
   count_fences(network, ask, options.prefix, facts);

@@ -50,6 +50,7 @@ std::optional<ClockSkew> measure_skew(const std::vector<std::optional<ClockSampl
 // What one server told us.
 struct ServerFacts {
   std::string server;                     // redacted URL
+  bool sentinel_member = false;           // a Sentinel group: its master is meant to have replicas
   bool reachable = false;                 // answered a command at all (an ACL refusal is an answer)
   bool duplicate = false;                 // the same server as another configured one
   std::string error;                      // why not reachable, or the duplicate's explanation
@@ -70,6 +71,12 @@ struct ServerFacts {
   std::string persistence_error;  // INFO persistence
   std::optional<std::string> appendfsync;
   std::string config_error;  // CONFIG GET appendfsync
+
+  std::optional<bool> cluster_enabled;  // INFO cluster
+  std::string cluster_error;
+  std::optional<std::string> maxmemory_policy;  // CONFIG GET maxmemory*
+  std::optional<std::int64_t> maxmemory;        // bytes; 0: no limit
+  std::string memory_error;
 
   std::optional<ClockSample> clock;
   std::string clock_error;
@@ -94,7 +101,8 @@ struct ServerNote {
 };
 
 struct Check {
-  // reachable, fault-tolerance, master, distinct, persistence, clock, uptime, acl, fences, latency
+  // reachable, fault-tolerance, master, distinct, persistence, clock, uptime, acl, fences, latency,
+  // cluster, eviction
   std::string name;
   Verdict verdict = Verdict::Ok;
   std::string summary;
@@ -137,6 +145,12 @@ Check check_clock(const std::vector<ServerFacts>& servers, const std::optional<C
                   const DoctorOptions& options);
 Check check_uptime(const std::vector<ServerFacts>& servers, const DoctorOptions& options);
 Check check_acl(const std::vector<ServerFacts>& servers, const std::string& probe_key);
+// A server listed as a standalone master that is a node of a Redis Cluster: it holds a part of
+// the keys only, and fails writes to the others with MOVED.
+Check check_cluster(const std::vector<ServerFacts>& servers);
+// A server that may evict keys (maxmemory-policy other than noeviction): an evicted lock is a
+// lost lock. Only a warning while no maxmemory is set.
+Check check_eviction(const std::vector<ServerFacts>& servers);
 // How many fencing counters there are under the prefix, one per NAME locked within its expiry; a
 // warning where TIME is refused, since counters never expire there.
 Check check_fences(const std::vector<ServerFacts>& servers, const std::string& prefix);

@@ -191,6 +191,7 @@ ListResult Listing::run() {
     ServerReport& rep = res.servers.emplace_back();
     rep.server = network_.describe(i);
     rep.role = network_.role(i);
+    rep.resolved = network_.resolved(i);
     rep.ok = !s.failure;
     rep.result = s.failure ? Answer::Failed : Answer::Listed;
     if (s.failure) rep.failure = s.failure->failure;

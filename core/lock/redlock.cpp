@@ -22,6 +22,7 @@ ServerReport failure_report(const Network& network, std::size_t server, const st
   ServerReport rep;
   rep.server = network.describe(server);
   rep.role = network.role(server);
+  rep.resolved = network.resolved(server);
   if (!r) return rep;  // not waited for: still out when the outcome was known
   rep.latency = r->latency;
   rep.result = Answer::Failed;
@@ -34,6 +35,7 @@ ServerReport answer_report(const Network& network, std::size_t server, const Res
   ServerReport rep;
   rep.server = network.describe(server);
   rep.role = network.role(server);
+  rep.resolved = network.resolved(server);
   rep.latency = r.latency;
   rep.result = result;
   rep.ok = ok;
@@ -525,8 +527,10 @@ AcquireResult Redlock::attempt(const LockSpec& spec) {
   // Both expiries in one argument: see acquire.lua.
   const std::string ttls = ms_count(spec.ttl) + " " + ms_count(spec.fence_ttl);
   Round round(network_, [&](std::size_t) {
-    return Request::eval(kAcquireScript, {spec.keys.lock, spec.keys.fence, spec.keys.owner},
-                         {spec.token, ttls, owner, spec.keys.channel});
+    Request r = Request::eval(kAcquireScript, {spec.keys.lock, spec.keys.fence, spec.keys.owner},
+                              {spec.token, ttls, owner, spec.keys.channel});
+    r.replicated = true;
+    return r;
   });
   Tally tally;
   network_.run_until(
@@ -706,6 +710,7 @@ ExtendRound::ExtendRound(Network& network, const LockKeys& keys, const std::stri
         Request r = Request::eval(kExtendScript, {keys.lock, keys.owner},
                                   {token, ms_count(ttl), keep_longer ? "1" : "0", keys.channel});
         r.with_body = true;
+        r.replicated = true;
         return r;
       }) {}
 
@@ -731,6 +736,7 @@ std::optional<Round> ExtendRound::heal(const Heal& heal) const {
     Request r = Request::eval(kHealScript, {keys_.lock, keys_.owner, keys_.fence},
                               {token_, ttl_ms, heal.owner_record, fence, fence_ttl_ms});
     r.with_body = true;  // restarted empty: its script cache is empty too
+    r.replicated = true;
     return r;
   });
   healing.abandon();

@@ -42,8 +42,9 @@ struct ServerReport {
   Answer result = Answer::NotWaitedFor;
   Failure failure = Failure::None;  // Failed: how
   std::optional<Duration> latency;
-  std::string error;  // empty when none
-  std::string role;   // master, replica (never a vote), another role, or empty when unknown
+  std::string error;     // empty when none
+  std::string role;      // master, replica (never a vote), another role, or empty when unknown
+  std::string resolved;  // the address that answered for the member ("host:port"), empty when unknown
   // status only
   std::string type;
   std::optional<std::string> value;

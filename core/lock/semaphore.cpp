@@ -26,6 +26,7 @@ ServerReport probe_report(const Network& network, std::size_t server, const std:
   ServerReport rep;
   rep.server = network.describe(server);
   rep.role = network.role(server);
+  rep.resolved = network.resolved(server);
   if (!r) return rep;
   rep.latency = r->latency;
   rep.ok = readable;

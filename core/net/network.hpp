@@ -55,6 +55,9 @@ struct Request {
   // re-running an acquire that was given up on would run it after its own release.
   std::weak_ptr<const void> interest;
   bool tracked = false;  // interest was set
+  // A write that is a vote (acquire, extend, heal): on a Sentinel member it counts only once WAIT
+  // confirms that replicas have it (--member-wait), since a failover loses what they lack.
+  bool replicated = false;
 
   static Request eval(const Script& script, std::vector<std::string> keys, std::vector<std::string> args);
   static Request command(std::vector<std::string> argv);
@@ -108,6 +111,9 @@ class Network {
   // What the server said it is (ROLE) when its connection was opened: "master", "replica", another
   // role as Redis names it, or empty while unknown (not connected yet, or ROLE refused).
   virtual std::string role(std::size_t /*server*/) const { return {}; }
+  // The address that answered for a member ("host:port"): a Sentinel member's master once the
+  // sentinels named it and it said it is a master; empty while unknown.
+  virtual std::string resolved(std::size_t /*server*/) const { return {}; }
   // The database the server's URL names (keyspace notifications name it).
   virtual int database(std::size_t /*server*/) const { return 0; }
   // Whether some server's name is still being resolved: until it is, nobody can tell whether it

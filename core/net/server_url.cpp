@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <optional>
@@ -55,6 +56,15 @@ std::string percent_encode(std::string_view text) {
 }
 
 namespace {
+
+// Appends only: GCC 12 at -O3 sees overlap where there is none in "[" + host + "]".
+void append_endpoint(std::string& out, const std::string& host, int port) {
+  bool ipv6 = host.find(':') != std::string::npos;
+  if (ipv6) out += '[';
+  out += host;
+  if (ipv6) out += ']';
+  out.append(":").append(std::to_string(port));
+}
 
 int parse_number(std::string_view text, int low, int high, const std::string& what, const std::string& shown) {
   int value = 0;
@@ -128,12 +138,14 @@ void parse_host_port(std::string_view hostport, ServerUrl& url, const std::strin
 // named redis), nor anything with user information ("redis:pw@host" is the user redis).
 void refuse_scheme_without_slashes(std::string_view text) {
   if (text.find('@') != std::string_view::npos) return;
-  for (std::string_view scheme : {"rediss", "redis", "unix"}) {
+  for (std::string_view scheme : {"rediss", "redis", "unix", "sentinel"}) {
     if (text.size() <= scheme.size() || text.substr(0, scheme.size()) != scheme) continue;
     std::string_view rest = text.substr(scheme.size());
     if (rest[0] != ':' && rest[0] != '/') return;
     if (rest[0] == ':' && rest.size() > 1 && rest.find_first_not_of("0123456789", 1) == std::string_view::npos) return;
-    const std::string form = scheme == "unix" ? "unix:///PATH[?db=N]" : std::string(scheme) + "://HOST[:PORT][/DB]";
+    const std::string form = scheme == "unix"       ? "unix:///PATH[?db=N]"
+                             : scheme == "sentinel" ? "sentinel://S1[:PORT][,S2[:PORT]…]/MASTERNAME"
+                                                    : std::string(scheme) + "://HOST[:PORT][/DB]";
     config_error("malformed server URL '" + std::string(text) + "' (expected " + form + ")");
   }
 }
@@ -160,6 +172,9 @@ std::string ServerUrl::format(bool mark_password) const {
     case Scheme::Unix:
       out = "unix://";
       break;
+    case Scheme::Sentinel:
+      out = "sentinel://";
+      break;
   }
   // "user:***@", "***@", and "user:@" for a user whose password comes from elsewhere ("user@"
   // would read as a password).
@@ -171,18 +186,56 @@ std::string ServerUrl::format(bool mark_password) const {
     if (db != 0) out.append("?db=").append(std::to_string(db));
     return out;
   }
-  // Appends only: GCC 12 at -O3 sees overlap where there is none in "[" + host + "]".
-  bool ipv6 = host.find(':') != std::string::npos;
-  if (ipv6) out += '[';
-  out += host;
-  if (ipv6) out += ']';
-  out.append(":").append(std::to_string(port));
+  if (scheme == Scheme::Sentinel) {
+    for (std::size_t i = 0; i < sentinels.size(); ++i) {
+      if (i > 0) out += ',';
+      append_endpoint(out, sentinels[i].host, sentinels[i].port);
+    }
+    out.append("/").append(master_name);
+    char sep = '?';
+    if (db != 0) out.append(1, std::exchange(sep, '&')).append("db=").append(std::to_string(db));
+    if (sentinel_password_file) out.append(1, sep).append("sentinel_password_file=").append(*sentinel_password_file);
+    return out;
+  }
+  append_endpoint(out, host, port);
   if (db != 0) out.append("/").append(std::to_string(db));
   return out;
 }
 
+ServerUrl ServerUrl::master_at(const std::string& at_host, int at_port) const {
+  ServerUrl url;
+  url.host = at_host;
+  url.port = at_port;
+  url.user = user;
+  url.password = password;
+  url.db = db;
+  return url;
+}
+
+std::string ServerUrl::sentinel_address(std::size_t i) const {
+  std::string out;
+  append_endpoint(out, sentinels.at(i).host, sentinels.at(i).port);
+  return out;
+}
+
+ServerUrl ServerUrl::sentinel(std::size_t i) const {
+  ServerUrl url;
+  url.host = sentinels.at(i).host;
+  url.port = sentinels.at(i).port;
+  url.password = sentinel_password;
+  return url;
+}
+
 std::string ServerUrl::address() const {
   if (scheme == Scheme::Unix) return "unix:" + path;
+  if (scheme == Scheme::Sentinel) {
+    std::vector<std::string> each;
+    for (std::size_t i = 0; i < sentinels.size(); ++i) each.push_back(sentinel(i).address().substr(4));
+    std::sort(each.begin(), each.end());
+    std::string out = "sentinel:" + master_name + "@";
+    for (std::size_t i = 0; i < each.size(); ++i) out += (i ? "," : "") + each[i];
+    return out;
+  }
   std::string h = host;
   // Normalise textual forms of the same IP address ("::1" and "0:0::1").
   in6_addr a6{};
@@ -210,9 +263,11 @@ std::string take_scheme(std::string_view text, std::string_view& rest, ServerUrl
     url.scheme = ServerUrl::Scheme::Tls;
   } else if (scheme == "unix") {
     url.scheme = ServerUrl::Scheme::Unix;
+  } else if (scheme == "sentinel") {
+    url.scheme = ServerUrl::Scheme::Sentinel;
   } else if (!scheme.empty()) {
     config_error("unknown scheme '" + scheme +
-                 "://' in server URL (expected redis://, rediss://, unix:// or HOST:PORT)");
+                 "://' in server URL (expected redis://, rediss://, unix://, sentinel:// or HOST:PORT)");
   } else {
     refuse_scheme_without_slashes(text);
   }
@@ -252,6 +307,49 @@ void parse_tcp_rest(std::string_view rest, bool bare, ServerUrl& url, const std:
   }
 }
 
+// ?db=N&sentinel_password_file=PATH of a sentinel:// URL.
+void parse_sentinel_query(std::string_view query, ServerUrl& url, const std::string& shown) {
+  while (!query.empty()) {
+    auto amp = query.find('&');
+    std::string_view item = query.substr(0, amp);
+    query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
+    if (item.starts_with("db=")) {
+      url.db = parse_number(item.substr(3), 0, 1 << 20, "db", shown);
+    } else if (item.starts_with("sentinel_password_file=") && item.size() > 23) {
+      url.sentinel_password_file = percent_decode(item.substr(23), "sentinel_password_file");
+    } else {
+      config_error("unknown query '" + std::string(item) + "' in server URL '" + shown +
+                   "' (only db=N and sentinel_password_file=PATH)");
+    }
+  }
+}
+
+// S1[:PORT][,S2[:PORT]…]/MASTERNAME[?QUERY]
+void parse_sentinel_rest(std::string_view rest, ServerUrl& url, const std::string& shown) {
+  if (auto query = rest.find('?'); query != std::string_view::npos) {
+    parse_sentinel_query(rest.substr(query + 1), url, shown);
+    rest = rest.substr(0, query);
+  }
+  auto slash = rest.find('/');
+  if (slash == std::string_view::npos || slash + 1 == rest.size()) {
+    config_error("missing /MASTERNAME in server URL '" + shown + "'");
+  }
+  url.master_name = std::string(rest.substr(slash + 1));
+  if (url.master_name.find_first_of("/#") != std::string::npos) {
+    config_error("bad master name in server URL '" + shown + "'");
+  }
+  std::string_view hosts = rest.substr(0, slash);
+  for (;;) {
+    auto comma = hosts.find(',');
+    ServerUrl one;
+    one.port = 26379;
+    parse_host_port(hosts.substr(0, comma), one, shown);
+    url.sentinels.push_back({one.host, one.port});
+    if (comma == std::string_view::npos) break;
+    hosts.remove_prefix(comma + 1);
+  }
+}
+
 }  // namespace
 
 ServerUrl parse_server_url(std::string_view text) {
@@ -269,6 +367,8 @@ ServerUrl parse_server_url(std::string_view text) {
 
   if (url.scheme == ServerUrl::Scheme::Unix) {
     parse_unix_rest(rest, url, shown);
+  } else if (url.scheme == ServerUrl::Scheme::Sentinel) {
+    parse_sentinel_rest(rest, url, shown);
   } else {
     parse_tcp_rest(rest, scheme.empty(), url, shown);
   }
@@ -315,6 +415,12 @@ std::vector<std::string> split_server_list(std::string_view text) {
   for (const auto& p : pieces) {
     bool has_scheme = p.text.find("://") != std::string::npos;
     bool has_at = p.text.find('@') != std::string::npos;
+    // A sentinel:// member's next sentinel (or the rest of its password).
+    if (!has_scheme && !out.empty() && out.back().starts_with("sentinel://")) {
+      out.back() += "," + p.text;
+      open.reset();
+      continue;
+    }
     if (open && !has_scheme && has_at) {
       out.resize(*open + 1);
       out.back() += since_open + p.gap + p.text;
@@ -338,6 +444,14 @@ void check_distinct_addresses(const std::vector<ServerUrl>& servers) {
   for (const auto& s : servers) {
     if (!seen.insert(s.address()).second) {
       config_error("server " + s.redacted() + " is listed twice: it would count one vote twice");
+    }
+    if (!s.is_sentinel()) continue;
+    // One master asked of a sentinel twice is one group, however the two lists differ.
+    for (std::size_t i = 0; i < s.sentinels.size(); ++i) {
+      if (!seen.insert(s.master_name + "@" + s.sentinel(i).address()).second) {
+        config_error("server " + s.redacted() + " names a Sentinel group listed already (master " + s.master_name +
+                     " through " + s.sentinel_address(i) + "): it would count one vote twice");
+      }
     }
   }
 }

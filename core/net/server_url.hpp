@@ -1,6 +1,10 @@
 // One configured Redis master, parsed from the URL forms of the command line contract:
 //   redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]   rediss://… (TLS)
 //   unix://[[USER]:PASSWORD@]/PATH[?db=N]         [[USER]:PASSWORD@]HOST:PORT
+//   sentinel://[[USER]:PASSWORD@]S1[:PORT][,S2[:PORT]…]/MASTERNAME[?db=N][&sentinel_password_file=PATH]
+// A sentinel:// URL is one member of the quorum: the master a Sentinel group names, found by asking
+// its sentinels (port 26379 unless given) in turn. Its user and password are the master's; the
+// sentinels' password is read from the file the query names, and is never part of the URL's text.
 // The user information is read as redis-cli reads it: "PASSWORD@" alone is a password, not a user.
 #pragma once
 
@@ -12,7 +16,11 @@
 namespace redlock {
 
 struct ServerUrl {
-  enum class Scheme { Tcp, Tls, Unix };
+  enum class Scheme { Tcp, Tls, Unix, Sentinel };
+  struct Endpoint {
+    std::string host;  // without brackets for IPv6
+    int port = 0;
+  };
 
   Scheme scheme = Scheme::Tcp;
   std::string host;  // without brackets for IPv6
@@ -21,6 +29,14 @@ struct ServerUrl {
   std::optional<std::string> user;
   std::optional<std::string> password;
   int db = 0;
+  // Sentinel only: the sentinels asked, the name of the master, and where their password is read
+  // (the front end reads it into sentinel_password).
+  std::vector<Endpoint> sentinels;
+  std::string master_name;
+  std::optional<std::string> sentinel_password_file;
+  std::optional<std::string> sentinel_password;
+
+  bool is_sentinel() const { return scheme == Scheme::Sentinel; }
 
   // The URL with the password shown as "***" ("redis://***@h:1", "redis://user:***@h:1"): the only
   // form that may be printed.
@@ -28,8 +44,15 @@ struct ServerUrl {
   // The URL without its password, the user kept as "user:@": what may be handed on to a child
   // process, and parses back to the same server and user.
   std::string without_password() const;
-  // What makes two entries the same server before connecting: "tcp:host:port" or "unix:path".
+  // What makes two entries the same server before connecting: "tcp:host:port" or "unix:path"
+  // ("sentinel:NAME@S1,S2" for a Sentinel member, its sentinels' addresses sorted).
   std::string address() const;
+  // A Sentinel member's master at HOST:PORT, as a redis:// URL with the member's credentials and db.
+  ServerUrl master_at(const std::string& host, int port) const;
+  // A Sentinel member's sentinel I, as a redis:// URL with the sentinels' password.
+  ServerUrl sentinel(std::size_t i) const;
+  // Its HOST:PORT, as it may be printed.
+  std::string sentinel_address(std::size_t i) const;
 
  private:
   std::string format(bool mark_password) const;
@@ -44,10 +67,12 @@ std::string percent_decode(std::string_view text, std::string_view what);
 // Throws a configuration error that says what is wrong with TEXT (without echoing a password).
 ServerUrl parse_server_url(std::string_view text);
 
-// Splits the REDLOCK_SERVERS / --servers value on commas and whitespace.
+// Splits the REDLOCK_SERVERS / --servers value on commas and whitespace. The sentinels of a
+// sentinel:// member continue until the next item that has a scheme ("sentinel://a,b/m,redis://c").
 std::vector<std::string> split_server_list(std::string_view text);
 
-// Throws a configuration error when two entries name the same address.
+// Throws a configuration error when two entries name the same address, or two Sentinel members
+// the same master name through a sentinel they share.
 void check_distinct_addresses(const std::vector<ServerUrl>& servers);
 
 }  // namespace redlock

@@ -111,8 +111,17 @@ class Transport::Connection {
   const std::string& peer() const { return peer_; }
   bool duplicate() const { return duplicate_; }
   // Connecting, with the name not yet resolved to an address.
-  bool resolving() const { return stream_ && !connected_ && stream_->peer().empty(); }
+  bool resolving() const { return stream_ && !asking_ && !connected_ && stream_->peer().empty(); }
+  // A Sentinel member's master once it said it is one; else the endpoint connected to.
+  std::string resolved() const {
+    if (!url().is_sentinel()) return peer_;
+    if (!confirmed_ || !target_) return {};
+    std::string out = target_->host.find(':') != std::string::npos ? "[" + target_->host + "]" : target_->host;
+    return out + ":" + std::to_string(target_->port);
+  }
   bool subscribed() const { return subscribed_; }
+  // A Sentinel member's master, once it said it is one.
+  std::optional<ServerUrl> master() const { return confirmed_ ? target_ : std::nullopt; }
 
   void send(Request request, ResultCallback done, TimePoint now) {
     if (duplicate_) {
@@ -125,6 +134,11 @@ class Transport::Connection {
              Duration{});
       return;
     }
+    if (stale_ && stream_ && !asking_ && pending_.empty()) {
+      // The master the sentinels named may be one no more: ask them again. Nothing of ours is
+      // unanswered on this connection, so no later request can overtake an earlier one.
+      drop_master();
+    }
     if (!stream_) open(now);
     Pending p;
     p.kind = Pending::Kind::Request;
@@ -132,10 +146,15 @@ class Transport::Connection {
     p.sent = now;
     p.deadline = now + owner_.options_.timeout;
     p.cpu_wait = owner_.cpu_wait();
-    encode(request, request.with_body);
     p.eval_sent = request.with_body;
     p.request = std::move(request);
-    pending_.push_back(std::move(p));
+    if (url().is_sentinel() && (!confirmed_ || stale_)) {
+      // Sent once the sentinels named the master and it said it is one (ROLE); when that master
+      // may be one no more, once what it was sent is answered and the sentinels asked again.
+      unsent_.push_back(std::move(p));
+    } else {
+      queue(std::move(p), now);
+    }
     drive(now);
   }
 
@@ -149,6 +168,10 @@ class Transport::Connection {
   void maintain(TimePoint now) {
     if (role_ != Role::Subscriber || stream_ || channels_.empty() || now < next_open_) return;
     open(now);
+    if (!stream_) {  // a Sentinel member whose master is not known yet
+      next_open_ = now + kResubscribeDelay;
+      return;
+    }
     // One SUBSCRIBE each: a refusal refuses the whole command, and only the first channel must be allowed.
     for (const auto& channel : channels_) {
       Pending p;
@@ -177,14 +200,15 @@ class Transport::Connection {
   TimePoint next_deadline() const {
     TimePoint t = kNever;
     for (const auto& p : pending_) {
-      if (p.done || p.kind == Pending::Kind::Subscribe) t = std::min(t, p.deadline);
+      if (p.done || p.kind == Pending::Kind::Subscribe || asking_) t = std::min(t, p.deadline);
     }
+    for (const auto& p : unsent_) t = std::min(t, p.deadline);
     if (role_ == Role::Subscriber && !stream_ && !channels_.empty()) t = std::min(t, next_open_);
     return t;
   }
 
   // Nothing reaches a server before its connection is made (and, for TLS, its handshake done).
-  bool flushed() const { return !stream_ || !connected_ || (out_pos_ == out_.size() && held_.empty()); }
+  bool flushed() const { return !stream_ || !connected_ || asking_ || (out_pos_ == out_.size() && held_.empty()); }
 
   void expire(TimePoint now) {
     // A deadline measures the server, not our scheduling: on a loaded host the reply may have
@@ -202,6 +226,7 @@ class Transport::Connection {
         p.cpu_wait = waited;
       }
     }
+    expire_unresolved(now);
     std::size_t abandoned = 0;
     for (auto& p : pending_) {
       if (p.kind == Pending::Kind::Subscribe && now >= p.deadline) {
@@ -217,6 +242,7 @@ class Transport::Connection {
                                     " (is it a TLS port?)"
                               : "connect timed out after " + ms_text(owner_.options_.timeout);
         finish(done, Failure::Timeout, why, now - p.sent);
+        if (url().is_sentinel()) stale_ = true;
       }
       if (!p.done) ++abandoned;
     }
@@ -245,7 +271,7 @@ class Transport::Connection {
       auto st = stream_->connect();
       // The endpoint is known before the connect finishes (and changes when the next address is
       // tried): a second name of a configured server is caught even when that server never answers.
-      if (role_ == Role::Commands && stream_->peer() != peer_) {
+      if (role_ == Role::Commands && !asking_ && stream_->peer() != peer_) {
         peer_ = stream_->peer();
         if (owner_.note_peer(index_)) return fail(Failure::Duplicate, duplicate_message_, now);
       }
@@ -295,10 +321,12 @@ class Transport::Connection {
 
  private:
   struct Pending {
-    enum class Kind { Auth, Select, Info, Role, Request, Subscribe };
+    enum class Kind { Auth, Select, Info, Role, Request, Subscribe, Sentinel, Wait };
     Kind kind = Kind::Request;
-    std::string channel;  // Subscribe: the channel asked for
-    ResultCallback done;  // empty once abandoned
+    int wait_for = 0;              // Request: replicas WAIT must confirm (its reply comes next)
+    std::optional<Result> answer;  // Wait: the request's own answer, told once WAIT has answered
+    std::string channel;           // Subscribe: the channel asked for
+    ResultCallback done;           // empty once abandoned
     TimePoint sent;
     TimePoint deadline;
     Duration cpu_wait{};  // this process's wait for a CPU until then (read_cpu_wait)
@@ -307,10 +335,10 @@ class Transport::Connection {
   };
 
   const ServerUrl& url() const { return owner_.servers_[index_]; }
+  // Where the connection goes: the member's URL, or the master its sentinels named.
+  const ServerUrl& endpoint() const { return target_ ? *target_ : url(); }
 
-  void open(TimePoint now) {
-    auto stream = open_plain_stream(url());
-    if (url().scheme == ServerUrl::Scheme::Tls) stream = owner_.tls_->wrap(std::move(stream), url());
+  void reset_stream(std::unique_ptr<Stream> stream) {
     stream_ = std::move(stream);
     reader_ = std::make_unique<ReplyReader>();
     connected_ = false;
@@ -319,9 +347,20 @@ class Transport::Connection {
     out_pos_ = 0;
     held_.clear();
     selecting_ = false;
+  }
 
-    const auto& user = url().user ? url().user : owner_.options_.user;
-    const auto& password = url().password ? url().password : owner_.options_.password;
+  void open(TimePoint now) {
+    if (url().is_sentinel() && role_ == Role::Commands && !target_) return ask_sentinel(now);
+    // A subscriber goes where the commands go, once their master is confirmed.
+    if (url().is_sentinel() && role_ == Role::Subscriber) target_ = owner_.commands_[index_]->master();
+    if (url().is_sentinel() && !target_) return;
+    auto stream = open_plain_stream(endpoint());
+    if (endpoint().scheme == ServerUrl::Scheme::Tls) stream = owner_.tls_->wrap(std::move(stream), endpoint());
+    reset_stream(std::move(stream));
+    confirmed_ = false;
+
+    const auto& user = endpoint().user ? endpoint().user : owner_.options_.user;
+    const auto& password = endpoint().password ? endpoint().password : owner_.options_.password;
     if (password) {
       if (user) {
         encode_argv({"AUTH", *user, *password});
@@ -331,8 +370,8 @@ class Transport::Connection {
       push_prelude(Pending::Kind::Auth, now);
     }
     if (role_ == Role::Subscriber) return;
-    if (url().db != 0) {
-      encode_argv({"SELECT", std::to_string(url().db)});
+    if (endpoint().db != 0) {
+      encode_argv({"SELECT", std::to_string(endpoint().db)});
       push_prelude(Pending::Kind::Select, now);
       // After a SELECT that fails, the server runs what follows in database 0: a release --force
       // would delete a lock there. Requests wait for its +OK (a round trip, once per connection).
@@ -356,6 +395,36 @@ class Transport::Connection {
   }
 
   void encode_argv(const std::vector<std::string>& argv) { encode_command(argv, out_); }
+
+  // Encodes P's request (and the WAIT its vote needs) and waits for the answer.
+  void queue(Pending p, TimePoint now) {
+    encode(p.request, p.eval_sent);
+    p.wait_for = wait_count(p.request);
+    const int n = p.wait_for;
+    const TimePoint deadline = p.deadline;
+    const TimePoint sent = p.sent;
+    pending_.push_back(std::move(p));
+    if (n == 0) return;
+    // Within the request's own deadline, with a quarter of it to spare for the answer: the server
+    // tells us how many replicas confirmed before we give up on it.
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count();
+    encode_command({"WAIT", std::to_string(n), std::to_string(std::max<long long>(1, left * 3 / 4))},
+                   selecting_ ? held_ : out_);
+    Pending w;
+    w.kind = Pending::Kind::Wait;
+    w.wait_for = n;
+    w.sent = sent;
+    w.deadline = deadline;
+    pending_.push_back(std::move(w));
+  }
+
+  // The replicas that must confirm REQUEST before it counts: --member-wait, else 1 when the master
+  // has replicas; none for a standalone server or a request that is no vote.
+  int wait_count(const Request& request) const {
+    if (!url().is_sentinel() || !request.replicated) return 0;
+    if (owner_.options_.member_wait) return *owner_.options_.member_wait;
+    return replicas_ > 0 ? 1 : 0;
+  }
 
   void encode(const Request& request, bool full_script) {
     std::string& to = selecting_ ? held_ : out_;
@@ -393,7 +462,21 @@ class Transport::Connection {
       Pending p = std::move(pending_.front());
       pending_.pop_front();
       if (!on_reply(std::move(p), std::move(*reply), now)) return false;
+      if (ask_again(now)) return false;
     }
+  }
+
+  // A Sentinel member whose master may be one no more, once all it was sent is answered (so that
+  // nothing of ours can run there after what goes to the next): the sentinels are asked again for
+  // the requests that wait. True when the connection was replaced.
+  bool ask_again(TimePoint now) {
+    if (!url().is_sentinel() || role_ != Role::Commands || !stale_ || asking_ || !pending_.empty()) return false;
+    drop_master();
+    if (!unsent_.empty()) {
+      open(now);
+      drive(now);
+    }
+    return true;
   }
 
   // One reply to the request P that was first in line. Returns false when the connection failed.
@@ -421,9 +504,16 @@ class Transport::Connection {
       case Pending::Kind::Role:  // refused (an ACL): unknown, as before it was asked
         if (reply.type == Reply::Type::Array && !reply.elements.empty()) {
           server_role_ = reply.elements[0].str == "slave" ? "replica" : reply.elements[0].str;
+          if (reply.elements.size() > 2) replicas_ = static_cast<int>(reply.elements[2].elements.size());
         }
+        if (url().is_sentinel() && role_ == Role::Commands) return confirm_master(now);
         break;
       case Pending::Kind::Subscribe:
+        break;
+      case Pending::Kind::Sentinel:
+        return on_sentinel_reply(reply, now);
+      case Pending::Kind::Wait:
+        on_wait_reply(std::move(p), reply, now);
         break;
       case Pending::Kind::Request:
         on_request_reply(std::move(p), std::move(reply), now);
@@ -436,22 +526,52 @@ class Transport::Connection {
     if (reply.is_error() && p.request.script && !p.eval_sent && reply.str.starts_with("NOSCRIPT") && p.done &&
         !(p.request.tracked && p.request.interest.expired())) {
       // The server lost its script cache (restart, SCRIPT FLUSH): send the script itself.
-      encode(p.request, true);
       p.eval_sent = true;
-      pending_.push_back(std::move(p));
+      queue(std::move(p), now);  // a WAIT queued after the EVALSHA is answered to nobody
       drive_write_only(now);
       return;
     }
+    // A master turned replica refuses writes: the sentinels know where the master went.
+    if (url().is_sentinel() && reply.is_error() && reply.str.find("READONLY") != std::string::npos) stale_ = true;
     if (!p.done) return;
+    Result r;
     if (duplicate_) {
-      finish(p.done, Failure::Duplicate, duplicate_message_, now - p.sent);
+      r.failure = Failure::Duplicate;
+      r.error = duplicate_message_;
     } else if (reply.is_error()) {
-      finish(p.done, classify_error_reply(reply.str), reply.str, now - p.sent);
+      r.failure = classify_error_reply(reply.str);
+      r.error = reply.str;
     } else {
-      Result r;
       r.reply = std::move(reply);
-      r.latency = now - p.sent;
-      p.done(std::move(r));
+    }
+    r.latency = now - p.sent;
+    if (p.wait_for > 0 && !pending_.empty() && pending_.front().kind == Pending::Kind::Wait) {
+      // Told once WAIT has answered, which comes next on this connection.
+      pending_.front().answer = std::move(r);
+      pending_.front().done = std::move(p.done);
+      return;
+    }
+    p.done(std::move(r));
+  }
+
+  // WAIT's answer to the vote before it: the vote counts when enough replicas have it.
+  void on_wait_reply(Pending p, const Reply& reply, TimePoint now) {
+    if (!p.done || !p.answer) return;
+    if (!p.answer->ok()) return p.done(std::move(*p.answer));
+    const auto confirmed = reply.as_integer();
+    if (reply.is_error()) {
+      finish(p.done, classify_error_reply(reply.str),
+             "WAIT refused (" + reply.str + "): the vote cannot be confirmed; --member-wait 0 counts it unconfirmed",
+             now - p.sent);
+    } else if (!confirmed || *confirmed < p.wait_for) {
+      stale_ = true;  // perhaps its replica was promoted: ask the sentinels again
+      finish(p.done, Failure::Reply,
+             "WAIT: " + std::to_string(confirmed.value_or(0)) + " of " + std::to_string(p.wait_for) +
+                 " replicas confirmed the write in time; its vote does not count",
+             now - p.sent);
+    } else {
+      p.answer->latency = now - p.sent;
+      p.done(std::move(*p.answer));
     }
   }
 
@@ -523,16 +643,137 @@ class Transport::Connection {
     done(std::move(r));
   }
 
-  // Drops the connection: every request still waited for fails with FAILURE; the next send opens
-  // a new connection (a subscription is re-established a little later).
-  void fail(Failure failure, std::string error, TimePoint now) {  // by value: it may live in stream_
-    auto pending = std::move(pending_);
+  // A Sentinel member: asks its sentinels in turn, from the last that answered, for the master.
+  void ask_sentinel(TimePoint now) {
+    const ServerUrl sentinel = url().sentinel(sentinel_next_ % url().sentinels.size());
+    reset_stream(open_plain_stream(sentinel));
+    asking_ = true;
+    confirmed_ = false;
+    if (sentinel.password) {
+      encode_argv({"AUTH", *sentinel.password});
+      push_prelude(Pending::Kind::Auth, now);
+    }
+    encode_argv({"SENTINEL", "GET-MASTER-ADDR-BY-NAME", url().master_name});
+    push_prelude(Pending::Kind::Sentinel, now);
+  }
+
+  // The sentinel's answer: the master's address, then a connection to it (false: this one is over).
+  bool on_sentinel_reply(const Reply& reply, TimePoint now) {
+    if (reply.type != Reply::Type::Array || reply.elements.size() != 2 || !reply.elements[1].as_integer()) {
+      sentinel_failed(reply.is_error() ? reply.str : "it knows no master named " + url().master_name, now);
+      return false;
+    }
+    const auto port = *reply.elements[1].as_integer();
+    target_ = url().master_at(reply.elements[0].str, static_cast<int>(port));
+    asking_ = false;
+    sentinels_tried_ = 0;
     pending_.clear();
+    stream_.reset();
+    open(now);
+    drive(now);
+    return false;
+  }
+
+  // The sentinel asked did not answer: the next one is asked, until each has been once.
+  void sentinel_failed(const std::string& why, TimePoint now) {
+    const std::size_t n = url().sentinels.size();
+    sentinel_error_ = url().sentinel_address(sentinel_next_ % n) + ": " + why;
+    asking_ = false;
+    pending_.clear();
+    close_stream();
+    sentinel_next_ = (sentinel_next_ + 1) % n;
+    if (++sentinels_tried_ >= n) {
+      sentinels_tried_ = 0;
+      return fail_unsent(Failure::Connect,
+                         "no sentinel named the master " + url().master_name + " (" + sentinel_error_ + ")", now);
+    }
+    if (unsent_.empty()) return;
+    ask_sentinel(now);
+    drive(now);
+  }
+
+  // ROLE of the master a sentinel named: the requests waiting for it go out, or, when it is no
+  // master (a failover under way), they fail and the sentinels are asked again next time.
+  bool confirm_master(TimePoint now) {
+    if (!server_role_.empty() && server_role_ != "master") {
+      fail(Failure::Replica,
+           endpoint().redacted() + ", named by the sentinels as the master " + url().master_name + ", is a " +
+               server_role_,
+           now);
+      return false;
+    }
+    confirmed_ = true;
+    stale_ = false;
+    auto waiting = std::move(unsent_);
+    unsent_.clear();
+    for (auto& p : waiting) queue(std::move(p), now);
+    drive_write_only(now);
+    return stream_ != nullptr;
+  }
+
+  void close_stream() {
     stream_.reset();
     reader_.reset();
     out_.clear();
     out_pos_ = 0;
     connected_ = false;
+  }
+
+  // Forgets the master the sentinels named; the next request asks them again.
+  void drop_master() {
+    close_stream();
+    pending_.clear();
+    target_.reset();
+    confirmed_ = false;
+    stale_ = false;
+  }
+
+  // The requests no master was found for in time fail; a sentinel that has not answered by the
+  // deadline of its question costs the next one's turn.
+  void expire_unresolved(TimePoint now) {
+    if (asking_ &&
+        std::any_of(pending_.begin(), pending_.end(), [now](const Pending& p) { return now >= p.deadline; })) {
+      sentinel_failed("no answer within " + ms_text(owner_.options_.timeout), now);
+    }
+    bool expired = false;
+    for (auto it = unsent_.begin(); it != unsent_.end();) {
+      if (now < it->deadline) {
+        ++it;
+        continue;
+      }
+      auto done = std::move(it->done);
+      const Duration waited = now - it->sent;
+      it = unsent_.erase(it);
+      expired = true;
+      finish(done, Failure::Timeout,
+             "the master " + url().master_name + " not found within " + ms_text(owner_.options_.timeout) +
+                 (sentinel_error_.empty() ? "" : " (" + sentinel_error_ + ")"),
+             waited);
+    }
+    // Nothing of ours has reached a master that has not confirmed its role: it may be dropped.
+    if (expired && unsent_.empty() && !asking_ && !confirmed_ && stream_) drop_master();
+  }
+
+  void fail_unsent(Failure failure, const std::string& error, TimePoint now) {
+    auto waiting = std::move(unsent_);
+    unsent_.clear();
+    for (auto& p : waiting) finish(p.done, failure, error, now - p.sent);
+  }
+
+  // Drops the connection: every request still waited for fails with FAILURE; the next send opens
+  // a new connection (a subscription is re-established a little later). A Sentinel member asks
+  // its sentinels again.
+  void fail(Failure failure, std::string error, TimePoint now) {  // by value: it may live in stream_
+    if (asking_) return sentinel_failed(error, now);
+    if (url().is_sentinel()) {
+      target_.reset();
+      confirmed_ = false;
+      stale_ = false;
+      fail_unsent(failure, error, now);
+    }
+    auto pending = std::move(pending_);
+    pending_.clear();
+    close_stream();
     if (role_ == Role::Subscriber) {
       if (subscribed_ && on_message_) on_message_(index_, channels_.front(), "unsubscribed");
       subscribed_ = false;
@@ -562,6 +803,18 @@ class Transport::Connection {
   bool duplicate_ = false;
   std::string duplicate_message_;
   std::string server_role_;  // what ROLE said; empty while unknown
+  int replicas_ = 0;         // the replicas ROLE listed
+  // Sentinel members: the master the sentinels named, whether it said it is one, whether it may
+  // be one no more (a READONLY, a WAIT short of replicas, a timeout), the requests waiting for it,
+  // and the questions to the sentinels (which one is next, how many asked in this turn).
+  std::optional<ServerUrl> target_;
+  bool confirmed_ = false;
+  bool stale_ = false;
+  bool asking_ = false;
+  std::deque<Pending> unsent_;
+  std::size_t sentinel_next_ = 0;
+  std::size_t sentinels_tried_ = 0;
+  std::string sentinel_error_;
   // Subscriber role only.
   std::vector<std::string> channels_;
   ChannelCallback on_message_;
@@ -699,6 +952,10 @@ int Transport::database(std::size_t server) const {
 
 std::string Transport::role(std::size_t server) const {
   return commands_.at(server)->server_role();
+}
+
+std::string Transport::resolved(std::size_t server) const {
+  return commands_.at(server)->resolved();
 }
 
 bool Transport::note_peer(std::size_t server) {

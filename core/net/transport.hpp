@@ -22,6 +22,9 @@ struct TransportOptions {
   std::optional<std::string> user;      // for servers whose URL names none
   std::optional<std::string> password;  // likewise
   TlsOptions tls;
+  // Sentinel members: the replicas WAIT must confirm a vote on (--member-wait); unset: 1 when the
+  // master has replicas (ROLE), else 0.
+  std::optional<int> member_wait;
 };
 
 class Transport final : public Network {
@@ -43,6 +46,7 @@ class Transport final : public Network {
   void unsubscribe() override;
   std::string describe(std::size_t server) const override;
   std::string role(std::size_t server) const override;
+  std::string resolved(std::size_t server) const override;
   int database(std::size_t server) const override;
   bool resolving() const override;
 

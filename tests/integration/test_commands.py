@@ -96,7 +96,7 @@ class Acquire(ClusterTest):
         self.assertGreaterEqual(j["quorum"]["ok"], 3)
         self.assertEqual(len(j["servers"]), 5)
         for s in j["servers"]:
-            self.assertEqual(set(s), {"server", "ok", "result", "latency_ms", "error", "role"})
+            self.assertEqual(set(s), {"server", "member", "resolved", "ok", "result", "latency_ms", "error", "role"})
             self.assertRegex(s["server"], r"^redis://127\.0\.0\.1:\d+$")
             self.assertIn(s["role"], ("master", None))  # None: not heard from when the outcome was known
         self.assertTrue(any(s["result"] == "locked" and s["ok"] for s in j["servers"]))

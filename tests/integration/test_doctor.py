@@ -2,12 +2,13 @@
 quorum down, an ACL user that may not do everything, one server under two addresses, and the probe
 key that must not stay behind."""
 
+import os
 import time
 
-from harness import ClusterTest, main, redlock
+from harness import ClusterTest, Server, free_port, main, redlock
 
 CHECKS = ["reachable", "fault-tolerance", "master", "distinct", "persistence", "clock", "uptime", "acl", "fences",
-          "latency"]
+          "latency", "cluster", "eviction"]
 ALWAYS = ("--appendonly", "yes", "--appendfsync", "always")
 
 
@@ -198,6 +199,38 @@ class ReplicaListed(ClusterTest):
         self.assertEqual([n["detail"] for n in c["reachable"]["servers"]], ["a replica: it never counts as a vote"])
         self.assertEqual(r.json()["servers"][2]["role"], "slave")
         self.assertEqual(r.json()["verdict"], "warnings")
+
+
+class NotStandaloneOrEvicting(ClusterTest):
+    N = 3
+    EXTRA = ALWAYS
+
+    def test_a_server_that_may_evict_fails_eviction(self):
+        server = self.cluster.servers[1]
+        with server.client() as c:
+            c.call("CONFIG", "SET", "maxmemory-policy", "allkeys-lru")
+            c.call("CONFIG", "SET", "maxmemory", "100mb")
+        self.addCleanup(lambda: server.client().call("CONFIG", "SET", "maxmemory-policy", "noeviction", "maxmemory", "0"))
+        r = self.rl("--timeout", "2s", "--json", "doctor", "--ttl", "1s")
+        self.assertEqual(r.code, 1, r)
+        c = checks_of(r)["eviction"]
+        self.assertEqual(c["verdict"], "fail", c)
+        self.assertEqual([n["server"] for n in c["servers"]], [server.url])
+        self.assertIn("allkeys-lru", c["servers"][0]["detail"])
+        self.assertEqual(checks_of(r)["cluster"]["verdict"], "ok")
+
+    def test_a_cluster_node_listed_as_a_master_fails_cluster(self):
+        # The cluster bus on a free port of its own: port + 10000 may be taken, or past 65535.
+        node = Server(self.cluster.workdir, 9, ("--cluster-enabled", "yes", "--cluster-port", str(free_port()),
+                                                "--cluster-config-file", os.path.join(self.cluster.workdir, "nodes-9.conf")))
+        node.start()
+        self.addCleanup(node.kill)
+        spec = ",".join([s.address for s in self.cluster.servers[:2]] + [node.address])
+        r = redlock(["--timeout", "2s", "--json", "doctor", "--ttl", "1s"], servers=spec)
+        self.assertEqual(r.code, 1, r)
+        c = checks_of(r)["cluster"]
+        self.assertEqual(c["verdict"], "fail", c)
+        self.assertEqual([n["server"] for n in c["servers"]], [node.url])
 
 
 class DefaultPersistence(ClusterTest):

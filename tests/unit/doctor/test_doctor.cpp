@@ -26,6 +26,9 @@ ServerFacts healthy(std::size_t i) {
   f.uptime_s = 3600;
   f.aof = true;
   f.appendfsync = "always";
+  f.cluster_enabled = false;
+  f.maxmemory_policy = "noeviction";
+  f.maxmemory = 0;
   f.clock = ClockSample{1'700'000'000'000'000, TimePoint(10s), 500us};
   f.probed = true;
   f.fence_keys = 0;
@@ -129,7 +132,7 @@ TEST_CASE("assess: with no server that answered, the other checks are unknown, n
     servers[i].error = "connect: Connection refused";
   }
   DoctorReport report = assess(servers, options());
-  REQUIRE(report.checks.size() == 10);
+  REQUIRE(report.checks.size() == 12);
   CHECK(report.checks[0].name == "reachable");
   CHECK(report.checks[0].verdict == Verdict::Fail);
   // How many servers are listed is known without an answer.
@@ -375,7 +378,7 @@ TEST_CASE("assess: the overall verdict is the worst check's; unknown alone leave
   DoctorReport fit = assess(servers, options());
   CHECK(fit.verdict == Verdict::Ok);
   CHECK_FALSE(fit.no_quorum);
-  CHECK(fit.checks.size() == 10);
+  CHECK(fit.checks.size() == 12);
 
   servers[0].appendfsync.reset();
   CHECK(assess(servers, options()).verdict == Verdict::Unknown);
@@ -481,4 +484,47 @@ TEST_CASE("run_doctor on the fake: counts the fencing counters under the prefix,
   auto fences = std::find_if(r.checks.begin(), r.checks.end(), [](const Check& c) { return c.name == "fences"; });
   REQUIRE(fences != r.checks.end());
   CHECK(fences->verdict == Verdict::Ok);
+}
+
+TEST_CASE("cluster: a cluster node listed as a standalone master fails; INFO refused is unknown") {
+  auto servers = healthy_servers(3);
+  CHECK(check_cluster(servers).verdict == Verdict::Ok);
+  servers[1].cluster_enabled = true;
+  Check c = check_cluster(servers);
+  CHECK(c.verdict == Verdict::Fail);
+  REQUIRE(c.notes.size() == 1);
+  CHECK(c.notes[0].server == 1);
+  CHECK(c.advice.find("MOVED") != std::string::npos);
+  servers[1].cluster_enabled.reset();
+  servers[1].cluster_error = "NOPERM";
+  CHECK(check_cluster(servers).verdict == Verdict::Unknown);
+}
+
+TEST_CASE("eviction: any policy but noeviction fails with a maxmemory, warns without one") {
+  auto servers = healthy_servers(3);
+  CHECK(check_eviction(servers).verdict == Verdict::Ok);
+  servers[0].maxmemory_policy = "volatile-lru";
+  CHECK(check_eviction(servers).verdict == Verdict::Warn);
+  servers[2].maxmemory_policy = "allkeys-lru";
+  servers[2].maxmemory = 1 << 20;
+  Check c = check_eviction(servers);
+  CHECK(c.verdict == Verdict::Fail);
+  CHECK(c.notes.size() == 2);
+  CHECK(c.advice.find("evicted lock is a lost lock") != std::string::npos);
+  servers[1].maxmemory_policy.reset();
+  CHECK(check_eviction(servers).verdict == Verdict::Fail);
+}
+
+TEST_CASE("master: a Sentinel group's master is meant to have replicas; one without any warns") {
+  auto servers = healthy_servers(3);
+  servers[0].sentinel_member = true;
+  servers[0].replicas = 1;
+  CHECK(check_master(servers).verdict == Verdict::Ok);
+  servers[0].replicas = 0;
+  Check c = check_master(servers);
+  CHECK(c.verdict == Verdict::Warn);
+  REQUIRE(c.notes.size() == 1);
+  CHECK(c.notes[0].text.find("without replicas") != std::string::npos);
+  servers[1].replicas = 2;  // a standalone master with replicas still warns
+  CHECK(check_master(servers).notes.size() == 2);
 }

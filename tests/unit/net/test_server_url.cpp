@@ -3,7 +3,6 @@
 #include <random>
 
 #include "core/net/ip_text.hpp"
-
 #include "core/net/server_url.hpp"
 #include "core/util/error.hpp"
 
@@ -244,4 +243,69 @@ TEST_CASE("an IP address is written as inet_ntop writes it") {
   in6_addr a6{};
   REQUIRE(inet_pton(AF_INET6, "0:0::1", &a6) == 1);
   CHECK(redlock::ip_text(a6) == "::1");
+
+TEST_CASE("server URLs: a Sentinel group is one member") {
+  SUBCASE("sentinels, master name, defaults") {
+    auto u = parse_server_url("sentinel://s1,s2:26380,[::1]:7/mymaster");
+    CHECK(u.is_sentinel());
+    REQUIRE(u.sentinels.size() == 3);
+    CHECK(u.sentinels[0].host == "s1");
+    CHECK(u.sentinels[0].port == 26379);
+    CHECK(u.sentinels[1].port == 26380);
+    CHECK(u.sentinels[2].host == "::1");
+    CHECK(u.master_name == "mymaster");
+    CHECK(u.db == 0);
+    CHECK_FALSE(u.sentinel_password_file);
+    CHECK(u.redacted() == "sentinel://s1:26379,s2:26380,[::1]:7/mymaster");
+  }
+  SUBCASE("credentials are the master's; the sentinels' password comes from a file") {
+    auto u = parse_server_url("sentinel://alice:pw@s1:1,s2:2/m?db=3&sentinel_password_file=/run/s%2Cp");
+    CHECK(*u.user == "alice");
+    CHECK(*u.password == "pw");
+    CHECK(u.db == 3);
+    CHECK(*u.sentinel_password_file == "/run/s,p");
+    CHECK(u.redacted() == "sentinel://alice:***@s1:1,s2:2/m?db=3&sentinel_password_file=/run/s,p");
+    CHECK(u.without_password() == "sentinel://alice:@s1:1,s2:2/m?db=3&sentinel_password_file=/run/s,p");
+    u.sentinel_password = "spw";
+    CHECK(u.redacted().find("spw") == std::string::npos);
+    auto master = u.master_at("10.0.0.5", 6380);
+    CHECK(master.scheme == ServerUrl::Scheme::Tcp);
+    CHECK(master.redacted() == "redis://alice:***@10.0.0.5:6380/3");
+    auto sentinel = u.sentinel(1);
+    CHECK(sentinel.redacted() == "redis://***@s2:2");
+    CHECK(u.sentinel_address(1) == "s2:2");
+    CHECK(*sentinel.password == "spw");
+    CHECK_FALSE(sentinel.user);
+  }
+  SUBCASE("mistakes are configuration errors that never show the password") {
+    for (const char* bad :
+         {"sentinel://pw@s1", "sentinel://pw@s1/", "sentinel://pw@/m", "sentinel://pw@s1,/m", "sentinel://pw@s1:0/m",
+          "sentinel://pw@s1/m?x=1", "sentinel://pw@s1/m?db=x", "sentinel://pw@s1/m/n", "sentinel:/s1/m"}) {
+      CAPTURE(bad);
+      try {
+        parse_server_url(bad);
+        FAIL("accepted");
+      } catch (const Error& e) {
+        CHECK(e.kind() == ErrorKind::Config);
+        CHECK(std::string(e.what()).find("pw") == std::string::npos);
+      }
+    }
+  }
+  SUBCASE("its sentinels continue until the next item with a scheme") {
+    CHECK(split_server_list("redis://a:1,sentinel://s1,s2:5/m1,redis://b:2 sentinel://t1/m2 t2,c:3") ==
+          std::vector<std::string>{"redis://a:1", "sentinel://s1,s2:5/m1", "redis://b:2", "sentinel://t1/m2,t2,c:3"});
+    auto u = parse_server_url(split_server_list("sentinel://:p,q@s1,s2/m")[0]);
+    CHECK(*u.password == "p,q");
+    CHECK(u.sentinels.size() == 2);
+  }
+  SUBCASE("one group twice is one vote twice") {
+    auto list = [](std::initializer_list<const char*> texts) {
+      std::vector<ServerUrl> out;
+      for (auto t : texts) out.push_back(parse_server_url(t));
+      return out;
+    };
+    CHECK_NOTHROW(check_distinct_addresses(list({"sentinel://s1,s2/m1", "sentinel://s1,s2/m2", "s1:26379"})));
+    CHECK_THROWS_AS(check_distinct_addresses(list({"sentinel://s1,s2/m", "sentinel://s2,s1/m"})), Error);
+    CHECK_THROWS_AS(check_distinct_addresses(list({"sentinel://s1,s2/m", "sentinel://s3,S2:26379/m"})), Error);
+  }
 }

@@ -274,3 +274,141 @@ TEST_CASE("a name that does not resolve is that server's failure") {
   Result r = one_request(t);
   CHECK((r.failure == Failure::Connect || r.failure == Failure::Timeout));
 }
+
+namespace {
+
+// A scripted server on L: for each step, reads until the text appears, then writes the answer.
+// RECEIVED gets everything read, in order.
+std::thread scripted(Listener& l, std::vector<std::pair<std::string, std::string>> steps, std::string& received) {
+  return std::thread([&l, steps = std::move(steps), &received] {
+    Fd c(accept(l.fd.get(), nullptr, nullptr));
+    char buf[4096];
+    std::size_t seen = 0;
+    for (const auto& [until, answer] : steps) {
+      while (received.find(until, seen) == std::string::npos) {
+        ssize_t n = read(c.get(), buf, sizeof buf);
+        if (n <= 0) return;
+        received.append(buf, static_cast<std::size_t>(n));
+      }
+      seen = received.find(until, seen) + until.size();
+      [[maybe_unused]] auto n = write(c.get(), answer.data(), answer.size());
+    }
+    std::this_thread::sleep_for(100ms);
+  });
+}
+
+std::string bulk(const std::string& s) {
+  return "$" + std::to_string(s.size()) + "\r\n" + s + "\r\n";
+}
+
+// A sentinel's answer naming the master at 127.0.0.1:PORT.
+std::string master_address(int port) {
+  return "*2\r\n" + bulk("127.0.0.1") + bulk(std::to_string(port));
+}
+
+const std::string kInfo = bulk("# Server\r\nrun_id:abc\r\n");
+const std::string kMasterAlone = "*3\r\n" + bulk("master") + ":0\r\n*0\r\n";
+const std::string kMasterWithReplica =
+    "*3\r\n" + bulk("master") + ":0\r\n*1\r\n*3\r\n" + bulk("127.0.0.1") + bulk("7001") + bulk("0");
+
+}  // namespace
+
+TEST_CASE("a Sentinel member: sentinels asked in turn, the master named checked by ROLE before anything is sent") {
+  Listener sentinel, master;
+  std::string asked, received;
+  std::thread s = scripted(sentinel, {{"mymaster", master_address(master.port)}}, asked);
+  std::thread m = scripted(master, {{"ROLE", kInfo + kMasterAlone}, {"PING", "+PONG\r\n"}}, received);
+  TransportOptions o;
+  o.timeout = 2s;
+  // The first sentinel refuses connections: the next one is asked within the same deadline.
+  Transport t({parse_server_url("sentinel://127.0.0.1:" + std::to_string(free_port()) +
+                                ",127.0.0.1:" + std::to_string(sentinel.port) + "/mymaster")},
+              o);
+  Result r = one_request(t);
+  s.join();
+  m.join();
+  CHECK(r.ok());
+  CHECK(asked.find("GET-MASTER-ADDR-BY-NAME") != std::string::npos);
+  CHECK(t.resolved(0) == "127.0.0.1:" + std::to_string(master.port));
+  CHECK(t.role(0) == "master");
+  // The request waited for ROLE's answer: it is not in what came with ROLE.
+  CHECK(received.find("PING") > received.find("ROLE"));
+  CHECK(t.describe(0).starts_with("sentinel://"));
+}
+
+TEST_CASE("a Sentinel member whose named master says it is a replica gets nothing sent") {
+  Listener sentinel, master;
+  std::string asked, received;
+  std::thread s = scripted(sentinel, {{"mymaster", master_address(master.port)}}, asked);
+  const std::string replica =
+      "*5\r\n" + bulk("slave") + bulk("127.0.0.1") + ":6379\r\n" + bulk("connected") + ":42\r\n";
+  std::thread m = scripted(master, {{"ROLE", kInfo + replica}}, received);
+  TransportOptions o;
+  o.timeout = 2s;
+  Transport t({parse_server_url("sentinel://127.0.0.1:" + std::to_string(sentinel.port) + "/mymaster")}, o);
+  Result r = one_request(t);
+  s.join();
+  m.join();
+  CHECK(r.failure == Failure::Replica);
+  CHECK(r.error.find("named by the sentinels as the master mymaster") != std::string::npos);
+  CHECK(received.find("PING") == std::string::npos);
+  CHECK(t.resolved(0).empty());
+}
+
+TEST_CASE("a vote on a Sentinel member counts once WAIT confirms a replica has it") {
+  Listener sentinel, master;
+  std::string asked, received;
+  std::thread s = scripted(sentinel, {{"mymaster", master_address(master.port)}}, asked);
+  // The vote, then WAIT in the same pipeline: one replica confirms the first, none the second.
+  std::thread m =
+      scripted(master, {{"ROLE", kInfo + kMasterWithReplica}, {"WAIT", "+PONG\r\n:1\r\n"}, {"WAIT", "+PONG\r\n:0\r\n"}},
+               received);
+  TransportOptions o;
+  o.timeout = 2s;
+  Transport t({parse_server_url("sentinel://127.0.0.1:" + std::to_string(sentinel.port) + "/mymaster")}, o);
+  auto vote = [&] {
+    std::optional<Result> out;
+    Request request = Request::command({"PING"});
+    request.replicated = true;
+    t.send(0, std::move(request), [&](Result r) { out = std::move(r); });
+    t.run_until([&] { return out.has_value(); }, Clock::now() + 5s);
+    REQUIRE(out);
+    return *out;
+  };
+  Result confirmed = vote();
+  CHECK(confirmed.ok());
+  CHECK(confirmed.reply.str == "PONG");
+  Result unconfirmed = vote();
+  s.join();
+  m.join();
+  CHECK(unconfirmed.failure == Failure::Reply);
+  CHECK(unconfirmed.error.find("WAIT: 0 of 1 replicas") != std::string::npos);
+  // The default is 1 for a master with a replica; WAIT's timeout is within the request's deadline.
+  auto wait = received.find("WAIT");
+  REQUIRE(wait != std::string::npos);
+  CHECK(received.find("PING") < wait);
+  CHECK(received.substr(wait, 20).find("$1\r\n1\r\n") != std::string::npos);
+}
+
+TEST_CASE("a Sentinel member whose master refuses WAIT fails its votes, and says why") {
+  Listener sentinel, master;
+  std::string asked, received;
+  std::thread s = scripted(sentinel, {{"mymaster", master_address(master.port)}}, asked);
+  std::thread m = scripted(
+      master, {{"ROLE", kInfo + kMasterAlone}, {"WAIT", "+PONG\r\n-ERR unknown command 'WAIT'\r\n"}}, received);
+  TransportOptions o;
+  o.timeout = 2s;
+  o.member_wait = 1;  // asked for, though ROLE lists no replica
+  Transport t({parse_server_url("sentinel://127.0.0.1:" + std::to_string(sentinel.port) + "/mymaster")}, o);
+  std::optional<Result> out;
+  Request request = Request::command({"PING"});
+  request.replicated = true;
+  t.send(0, std::move(request), [&](Result r) { out = std::move(r); });
+  t.run_until([&] { return out.has_value(); }, Clock::now() + 5s);
+  s.join();
+  m.join();
+  REQUIRE(out);
+  CHECK(out->failure == Failure::Reply);
+  CHECK(out->error.find("WAIT refused") != std::string::npos);
+  CHECK(out->error.find("--member-wait 0") != std::string::npos);
+}

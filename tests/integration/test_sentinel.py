@@ -1,0 +1,302 @@
+"""Sentinel groups as quorum members: `sentinel://S1,S2,S3/NAME` resolved through any answering
+sentinel, the master's role checked, a vote counted once WAIT confirms a replica has it, and a long
+`run` that follows its member through a failover (SENTINEL FAILOVER) and past a killed master.
+
+Three groups, each a master, a replica and three redis-sentinel processes on free loopback ports
+(down-after-milliseconds 1000). Group 1's master and replica take a password (given in its URL);
+group 2's sentinels take one (read from ?sentinel_password_file=). Neither is ever printed."""
+
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+import unittest
+
+from harness import RespError, Resp, Server, main, redlock, spawn, wait_for
+
+MASTER_SECRET = "Mx-planted-0b7d51"
+SENTINEL_SECRET = "Sx-planted-93ac2e"
+ENV = {"REDLOCK_TIMEOUT": "1s"}
+
+
+class Group:
+    """A master, its replica and three sentinels watching it as NAME."""
+
+    def __init__(self, workdir, index, master_password=None, sentinel_password=None):
+        self.workdir = workdir
+        self.name = "m%d" % index
+        self.master_password = master_password
+        self.sentinel_password = sentinel_password
+        auth = ("--requirepass", master_password, "--masterauth", master_password) if master_password else ()
+        self.servers = [Server(workdir, index * 10 + k, auth) for k in range(2)]
+        self.sentinels = []  # (port, process)
+        for s in self.servers:
+            s.start()
+        with self.servers[1].client(password=master_password) as c:
+            c.call("REPLICAOF", "127.0.0.1", self.servers[0].port)
+        wait_for(lambda: self.replica_synced(self.servers[1]), timeout=20, what="the replica to sync")
+        for k in range(3):
+            self.sentinels.append(self.start_sentinel(index * 10 + 5 + k))
+        wait_for(self.watched, timeout=20, interval=0.1, what="the sentinels to find the replica and each other")
+
+    def start_sentinel(self, index):
+        d = os.path.join(self.workdir, "sentinel%d" % index)
+        os.makedirs(d, exist_ok=True)
+        port = Server(self.workdir, index).port  # a free port
+        lines = ["port %d" % port, "bind 127.0.0.1", "dir %s" % d, "logfile %s/log" % d,
+                 "sentinel monitor %s 127.0.0.1 %d 2" % (self.name, self.servers[0].port),
+                 "sentinel down-after-milliseconds %s 1000" % self.name,
+                 "sentinel failover-timeout %s 10000" % self.name]
+        if self.master_password:
+            lines.append("sentinel auth-pass %s %s" % (self.name, self.master_password))
+        if self.sentinel_password:
+            lines.append("requirepass %s" % self.sentinel_password)
+        conf = os.path.join(d, "sentinel.conf")
+        with open(conf, "w") as f:
+            f.write("\n".join(lines) + "\n")
+        proc = subprocess.Popen(["redis-sentinel", conf], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        return port, proc
+
+    def sentinel_client(self, k=0):
+        return Resp(self.sentinels[k][0], password=self.sentinel_password)
+
+    def replica_synced(self, server):
+        try:
+            with server.client(password=self.master_password) as c:
+                return b"master_link_status:up" in c.call("INFO", "replication")
+        except (OSError, RespError):
+            return False
+
+    def watched(self):
+        try:
+            for k in range(3):
+                with self.sentinel_client(k) as c:
+                    master = dict(zip(*[iter(c.call("SENTINEL", "MASTER", self.name))] * 2))
+                    if int(master[b"num-slaves"]) < 1 or int(master[b"num-other-sentinels"]) < 2:
+                        return False
+            return True
+        except (OSError, RespError):
+            return False
+
+    def master_port(self):
+        with self.sentinel_client() as c:
+            return int(c.call("SENTINEL", "GET-MASTER-ADDR-BY-NAME", self.name)[1])
+
+    def server_at(self, port):
+        return next(s for s in self.servers if s.port == port)
+
+    def url(self, password_file=None):
+        userinfo = ":%s@" % self.master_password if self.master_password else ""
+        hosts = ",".join("127.0.0.1:%d" % port for port, _ in self.sentinels)
+        query = "?sentinel_password_file=%s" % password_file if password_file else ""
+        return "sentinel://%s%s/%s%s" % (userinfo, hosts, self.name, query)
+
+    def shown(self, password_file=None):
+        return self.url(password_file).replace(":%s@" % self.master_password, "***@") if self.master_password \
+            else self.url(password_file)
+
+    def get(self, port, key):
+        with self.server_at(port).client(password=self.master_password) as c:
+            return c.call("GET", key)
+
+    def stop(self):
+        for _, proc in self.sentinels:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(timeout=10)
+        for s in self.servers:
+            s.kill()
+
+
+class SentinelMembers(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.workdir = tempfile.mkdtemp(prefix="redlock-sentinel-")
+        cls.groups = []
+        try:
+            cls.groups.append(Group(cls.workdir, 0))
+            cls.groups.append(Group(cls.workdir, 1, master_password=MASTER_SECRET))
+            cls.groups.append(Group(cls.workdir, 2, sentinel_password=SENTINEL_SECRET))
+        except Exception:
+            cls.tearDownClass()
+            raise
+        cls.password_file = os.path.join(cls.workdir, "sentinel-password")
+        fd = os.open(cls.password_file, os.O_WRONLY | os.O_CREAT, 0o600)
+        os.write(fd, (SENTINEL_SECRET + "\n").encode())
+        os.close(fd)
+
+    @classmethod
+    def tearDownClass(cls):
+        for g in cls.groups:
+            g.stop()
+        shutil.rmtree(cls.workdir, ignore_errors=True)
+
+    def urls(self):
+        return [self.groups[0].url(), self.groups[1].url(), self.groups[2].url(self.password_file)]
+
+    def rl(self, *args, env=None):
+        r = redlock(list(args), servers=",".join(self.urls()), env=dict(ENV, **(env or {})))
+        for secret in (MASTER_SECRET, SENTINEL_SECRET):
+            self.assertNotIn(secret, r.stdout + r.stderr)
+        return r
+
+    def test_acquire_status_release_through_the_sentinels(self):
+        r = self.rl("--json", "acquire", "--ttl", "20s", "sentinel-basic")
+        self.assertEqual(r.code, 0, r)
+        j = r.json()
+        token = j["token"]
+        shown = [self.groups[0].shown(), self.groups[1].shown(), self.groups[2].shown(self.password_file)]
+        for g, s, member in zip(self.groups, j["servers"], shown):
+            port = g.master_port()
+            self.assertEqual(s["member"], member)
+            self.assertEqual(s["resolved"], "127.0.0.1:%d" % port)
+            self.assertEqual(s["role"], "master")
+            self.assertTrue(s["ok"], s)
+            self.assertEqual(g.get(port, "sentinel-basic"), token.encode())
+            # WAIT confirmed a replica has it before the vote counted.
+            replica = next(x for x in g.servers if x.port != port)
+            self.assertEqual(g.get(replica.port, "sentinel-basic"), token.encode())
+        r = self.rl("--json", "status", "sentinel-basic")
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual(r.json()["state"], "held")
+        self.assertEqual([s["role"] for s in r.json()["servers"]], ["master"] * 3)
+        r = self.rl("release", "--token", token, "sentinel-basic")
+        self.assertEqual(r.code, 0, r)
+        for g in self.groups:
+            self.assertIsNone(g.get(g.master_port(), "sentinel-basic"))
+
+    def test_doctor_takes_a_sentinel_groups_replica_as_meant(self):
+        r = self.rl("--json", "doctor", "--ttl", "1s")
+        self.assertIn(r.code, (0, 1), r)  # persistence warns: these servers keep nothing on disk
+        checks = {c["check"]: c for c in r.json()["checks"]}
+        self.assertEqual(checks["master"]["verdict"], "ok", checks["master"])
+        self.assertIn("Sentinel group", checks["master"]["summary"])
+        self.assertEqual([s["role"] for s in r.json()["servers"]], ["master"] * 3)
+        self.assertEqual([s["replicas"] for s in r.json()["servers"]], [1] * 3)
+
+    def test_mixed_members_in_one_list_and_repeated(self):
+        plain = Server(self.workdir, 99).start()
+        self.addCleanup(plain.kill)
+        spec = "%s,%s,redis://127.0.0.1:%d" % (self.groups[0].url(), self.groups[2].url(self.password_file), plain.port)
+        r = redlock(["--json", "acquire", "-n", "sentinel-mixed"], servers=spec, env=ENV)
+        self.assertEqual(r.code, 0, r)
+        servers = r.json()["servers"]
+        self.assertEqual([s["ok"] for s in servers], [True] * 3)
+        self.assertEqual(servers[2]["member"], "redis://127.0.0.1:%d" % plain.port)
+        self.assertEqual(plain.get("sentinel-mixed"), r.json()["token"].encode())
+        r = redlock(["-S", self.groups[0].url(), "-S", self.groups[2].url(self.password_file),
+                     "-S", "127.0.0.1:%d" % plain.port, "--json", "release", "--token", r.json()["token"],
+                     "sentinel-mixed"], env=ENV)
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual([s["result"] for s in r.json()["servers"]], ["released"] * 3)
+
+    def test_more_replicas_than_the_master_has_cannot_confirm_a_vote(self):
+        r = self.rl("--json", "--member-wait", "2", "--timeout", "300ms", "acquire", "-n", "sentinel-wait2")
+        self.assertEqual(r.code, 69, r)
+        errors = [s["error"] for s in r.json()["servers"] if s["error"]]
+        self.assertGreaterEqual(len(errors), 2, r.json())
+        self.assertTrue(all("WAIT: 1 of 2 replicas" in e for e in errors), errors)
+        r = self.rl("--member-wait", "x", "acquire", "-n", "sentinel-wait2")
+        self.assertEqual(r.code, 64, r)
+        self.assertIn("--member-wait", r.stderr)
+
+    def test_no_sentinel_answering_fails_the_member_within_the_timeout(self):
+        dead = "sentinel://127.0.0.1:1,127.0.0.1:2/nobody"
+        start = time.monotonic()
+        r = redlock(["--json", "--timeout", "300ms", "acquire", "-n", "sentinel-dead"],
+                    servers=",".join(self.urls()[:2] + [dead]), env=ENV)
+        self.assertEqual(r.code, 0, r)  # two of three
+        self.assertLess(time.monotonic() - start, 10)
+        s = r.json()["servers"][2]
+        self.assertFalse(s["ok"])
+        self.assertIn("no sentinel named the master nobody", s["error"])
+        self.assertIsNone(s["resolved"])
+        self.rl("release", "--token", r.json()["token"], "sentinel-dead")
+
+    def test_a_secret_stays_out_of_output_and_the_command_environment(self):
+        down = "sentinel://%s:%s@127.0.0.1:1/gone?sentinel_password_file=%s" % ("u", MASTER_SECRET, self.password_file)
+        r = redlock(["-vv", "--json", "--timeout", "300ms", "acquire", "-n", "sentinel-secret"],
+                    servers=",".join(self.urls() + [down]), env=ENV)
+        self.assertEqual(r.code, 0, r)
+        self.assertNotIn(MASTER_SECRET, r.stdout + r.stderr)
+        self.assertNotIn(SENTINEL_SECRET, r.stdout + r.stderr)
+        self.assertIn("sentinel://u:***@127.0.0.1:1/gone", r.stdout)
+        self.rl("release", "--token", r.json()["token"], "sentinel-secret")
+        r = self.rl("run", "sentinel-secret", "--", "env")
+        self.assertEqual(r.code, 0, r)
+        self.assertIn("REDLOCK_SERVERS=sentinel://", r.stdout)
+
+    def test_run_follows_its_member_after_its_master_dies(self):
+        group = self.groups[1]
+        old = group.master_port()
+        out = os.path.join(self.workdir, "run-killed.out")
+        with open(out, "wb") as f:
+            proc = spawn(["run", "--ttl", "3s", "--renew", "300ms", "sentinel-killed", "--", "sleep", "12"],
+                         servers=",".join(self.urls()), env=ENV, stdout=f, stderr=subprocess.STDOUT)
+        try:
+            wait_for(lambda: group.get(old, "sentinel-killed"), timeout=10, what="the lock")
+            token = group.get(old, "sentinel-killed")
+            group.server_at(old).kill()
+            wait_for(lambda: group.master_port() != old, timeout=30, interval=0.1, what="the failover")
+            new = group.master_port()
+            # The write WAIT confirmed is on the promoted replica; taken away there, the run's renewals,
+            # on the new master now, put it back.
+            self.assertEqual(group.get(new, "sentinel-killed"), token)
+            with group.server_at(new).client(password=MASTER_SECRET) as c:
+                c.call("DEL", "sentinel-killed")
+            wait_for(lambda: group.get(new, "sentinel-killed") == token, timeout=8, interval=0.05,
+                     what="the lock back on the new master")
+            self.assertIsNone(proc.poll(), "the run stopped")
+            proc.wait(timeout=30)
+        finally:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+                proc.wait(timeout=10)
+        with open(out, "rb") as f:
+            text = f.read().decode(errors="replace")
+        self.assertEqual(proc.returncode, 0, text)
+        self.assertNotIn(MASTER_SECRET, text)
+
+    def test_run_follows_its_member_through_a_failover(self):
+        group = self.groups[0]
+        old = group.master_port()
+        out = os.path.join(self.workdir, "run-failover.out")
+        with open(out, "wb") as f:
+            proc = spawn(["-vv", "run", "--ttl", "3s", "--renew", "300ms", "sentinel-failover", "--", "sleep", "10"],
+                         servers=",".join(self.urls()), env=ENV, stdout=f, stderr=subprocess.STDOUT)
+        try:
+            wait_for(lambda: group.get(old, "sentinel-failover"), timeout=10, what="the lock")
+            token = group.get(old, "sentinel-failover")
+            with group.sentinel_client() as c:
+                c.call("SENTINEL", "FAILOVER", group.name)
+            wait_for(lambda: group.master_port() != old, timeout=20, interval=0.1, what="the failover")
+            new = group.master_port()
+            # Gone from the new master (as if it had missed the write): the run's renewals follow the
+            # member to the new master (the old one stays a master for seconds yet) and put it back.
+            with group.server_at(new).client() as c:
+                c.call("DEL", "sentinel-failover")
+            try:
+                wait_for(lambda: group.get(new, "sentinel-failover") == token, timeout=8, interval=0.05,
+                         what="the lock back on the new master")
+            except AssertionError:
+                proc.send_signal(signal.SIGTERM)
+                proc.wait(timeout=10)
+                with open(out, "rb") as f:
+                    raise AssertionError("not healed on the new master; the run said: " + f.read().decode(errors="replace"))
+            self.assertIsNone(proc.poll(), "the run stopped")
+            proc.wait(timeout=30)
+        finally:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+                proc.wait(timeout=10)
+        with open(out, "rb") as f:
+            text = f.read().decode(errors="replace")
+        self.assertEqual(proc.returncode, 0, text)
+        for secret in (MASTER_SECRET, SENTINEL_SECRET):
+            self.assertNotIn(secret, text)
+
+
+if __name__ == "__main__":
+    main()
