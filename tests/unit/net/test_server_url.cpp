@@ -243,6 +243,7 @@ TEST_CASE("an IP address is written as inet_ntop writes it") {
   in6_addr a6{};
   REQUIRE(inet_pton(AF_INET6, "0:0::1", &a6) == 1);
   CHECK(redlock::ip_text(a6) == "::1");
+}
 
 TEST_CASE("server URLs: a Sentinel group is one member") {
   SUBCASE("sentinels, master name, defaults") {
