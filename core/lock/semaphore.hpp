@@ -93,6 +93,10 @@ class Semaphore {
   // The slots to try, in order: where the token already is, then the free ones from a random one.
   std::vector<std::size_t> candidates(const Probe& probe);
   AcquireResult all_busy(const LockSpec& spec, const Probe& probe) const;
+  // The negative control semaphore-majority (core/lock/faults.hpp, redlock-faulty only): the unsafe
+  // design, one attempt of it (see majority.lua). Never called by the real binary.
+  AcquireResult majority_attempt(const LockSpec& spec);
+  AcquireResult majority_outcome(const LockSpec& spec, const Round& round);
 
   Network& network_;
   Redlock& redlock_;

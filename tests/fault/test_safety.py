@@ -50,6 +50,11 @@ class Safety(ScenarioTest):
         self.assertPassed(s)
         self.assertEqual(s["most_at_once"], 3)
 
+    def test_a_semaphore_of_2_admits_at_most_2_when_each_client_group_reaches_another_majority(self):
+        s = self.run_scenario("semaphore-cuts", 6)
+        self.assertPassed(s)
+        self.assertEqual(s["most_at_once"], 2)
+
     def test_s17_script_flush(self):
         self.assertPassed(self.run_scenario("script-flush", 6))
 
