@@ -224,6 +224,19 @@ def semaphore(ctx):
         env.close()
 
 
+def client_groups(env, groups, workers, **kw):
+    """GROUPS groups of WORKERS workers (KW: theirs), each group through proxies of its own to every
+    server (env.groups[g][i]: group g's proxy to server i), so that a nemesis can cut one group off
+    from a server while others still reach it."""
+    env.groups = []
+    for _ in range(groups):
+        proxies = [Proxy(s.port) for s in env.servers]
+        env.proxies.extend(proxies)
+        env.groups.append(proxies)
+        for _ in range(workers):
+            env.add_worker(servers=",".join(p.address for p in proxies), **kw)
+
+
 def links_cut_in_turn(env):
     """Three groups of clients, each through proxies of its own; each group has its link to one
     server cut, group g the server (g + k) % 3 in the k-th turn, so that every group reaches a
@@ -251,15 +264,7 @@ def semaphore_cuts(ctx):
     needs its own quorum); REDLOCK_FAULT=semaphore-majority admits a third."""
     env = env_for(ctx, "semaphore-cuts", servers=3)
     try:
-        env.groups = []
-        for _ in range(3):
-            proxies = [Proxy(s.port) for s in env.servers]
-            env.proxies.extend(proxies)
-            env.groups.append(proxies)
-            spec = ",".join(p.address for p in proxies)
-            for _ in range(2):
-                env.add_worker(mode="run", ttl="1s", hold_ms=(100, 300), wait="10s", servers=spec,
-                               run_args=["--limit", "2"])
+        client_groups(env, 3, 2, mode="run", ttl="1s", hold_ms=(100, 300), wait="10s", run_args=["--limit", "2"])
         env.run(ctx.seconds, links_cut_in_turn)
         # A holder on two servers loses its quorum when one of its links is cut before a renewal put
         # it on the third: lost (79), as it must be.
@@ -970,6 +975,16 @@ def rolling_restart(env):
         env.note("heal", what="rolling restart: back empty", servers=[victim.index])
 
 
+def through_rolling_restart(ctx, env, judge, name, **kw):
+    """Runs ENV's workers through the rolling restart, judged by JUDGE(env, NAME, **KW) (exits 0 and
+    75 accepted), and checks that the long commands (workers 0 and 1) ended with 0."""
+    env.run(ctx.seconds, rolling_restart)
+    s = judge(env, name, acceptable_codes=(0, 75), **kw)
+    for h in long_runs(s):
+        s.check(h.code == 0, "long run %s exit %s through the rolling restart" % (h.key, h.code))
+    return s
+
+
 @scenario("rolling-restart", "S12 S4", 16)
 def rolling_restart_scenario(ctx):
     """Commands that run 5 x TTL (1s) while the servers restart empty one at a time, each down longer
@@ -981,11 +996,7 @@ def rolling_restart_scenario(ctx):
             env.add_worker(mode="run", ttl="1s", hold_ms=(5000, 5000), wait="20s")
         for _ in range(2):
             env.add_worker(mode="acquire", ttl="1s", hold_ms=(10, 60), wait=None, run_args=["-n"])
-        env.run(ctx.seconds, rolling_restart)
-        s = summarize(env, "rolling-restart", acceptable_codes=(0, 75), expect_cycles=2)
-        for h in long_runs(s):
-            s.check(h.code == 0, "long run %s exit %s through the rolling restart" % (h.key, h.code))
-        return s
+        return through_rolling_restart(ctx, env, summarize, "rolling-restart", expect_cycles=2)
     finally:
         env.close()
 
@@ -1001,11 +1012,7 @@ def semaphore_rolling(ctx):
         for i in range(12):
             env.add_worker(mode="run", ttl="1s", hold_ms=(5000, 5000) if i < 2 else (30, 300), wait="20s",
                            run_args=["--limit", str(SEMAPHORE_LIMIT)])
-        env.run(ctx.seconds, rolling_restart)
-        s = semaphore_summary(env, "semaphore-rolling", acceptable_codes=(0, 75), expect_cycles=10)
-        for h in long_runs(s):
-            s.check(h.code == 0, "long run %s exit %s through the rolling restart" % (h.key, h.code))
-        return s
+        return through_rolling_restart(ctx, env, semaphore_summary, "semaphore-rolling", expect_cycles=10)
     finally:
         env.close()
 
@@ -1325,14 +1332,7 @@ def split_brain(ctx):
     (REDLOCK_FAULT=half-quorum) both halves do."""
     env = env_for(ctx, "split-brain", servers=4)
     try:
-        env.groups = []
-        for g in range(2):
-            proxies = [Proxy(s.port) for s in env.servers]
-            env.proxies.extend(proxies)
-            env.groups.append(proxies)
-            spec = ",".join(p.address for p in proxies)
-            for _ in range(3):
-                env.add_worker(mode="run", hold_ms=(300, 800), servers=spec)
+        client_groups(env, 2, 3, mode="run", hold_ms=(300, 800))
         env.run(ctx.seconds, halves)
         return summarize(env, "split-brain", expect_cycles=3)
     finally:
