@@ -305,8 +305,8 @@ AcquireResult Semaphore::all_busy(const LockSpec& spec, const Probe& probe) cons
 // redlock-faulty): every server takes the first slot free there, and a simple majority of servers
 // taking any slot counts as acquired, however the slots differ between servers. 3 servers, K = 2:
 // holders on {A,B}, {B,C} and {A,C} each find a place on both of theirs, and all three hold. The
-// holder's slot is the one most of its servers took: `run` renews and releases that one, its places
-// in other slots expire. A failed attempt gives back whatever it took, in every slot.
+// holder's slot is the one most of its servers took: `run` renews that one, and releases it and its
+// places in the other slots. A failed attempt gives back whatever it took, in every slot.
 AcquireResult Semaphore::majority_attempt(const LockSpec& spec) {
   std::vector<std::string> keys;
   for (const auto& slot : keys_.slots) {
@@ -321,6 +321,15 @@ AcquireResult Semaphore::majority_attempt(const LockSpec& spec) {
     for (const auto& slot : keys_.slots) redlock_.release(slot, spec.token, false, Redlock::ReleaseWait::Outcome);
   }
   return res;
+}
+
+void release_majority_places(Redlock& redlock, const LockKeys& slot, std::size_t limit, const std::string& token) {
+  const std::string prefix = slot.lock.substr(0, slot.lock.rfind(':') + 1);  // "{KEY}:redlock:slot:"
+  for (std::size_t i = 0; i < limit; ++i) {
+    LockKeys other = derive_keys(prefix + std::to_string(i));
+    other.channel = slot.channel;
+    if (other.lock != slot.lock) redlock.release(other, token, false, Redlock::ReleaseWait::Outcome);
+  }
 }
 
 AcquireResult Semaphore::majority_outcome(const LockSpec& spec, const Round& round) {

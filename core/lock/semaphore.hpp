@@ -105,6 +105,10 @@ class Semaphore {
   std::mt19937_64 rng_;
 };
 
+// The negative control semaphore-majority (redlock-faulty only) leaves a holder places in other
+// slots than the one it renews: gives TOKEN's back in each of the LIMIT slots beside SLOT.
+void release_majority_places(Redlock& redlock, const LockKeys& slot, std::size_t limit, const std::string& token);
+
 // "semaphore limit conflict: KEY has limit 3, asked 2", or empty when STORED is LIMIT or absent.
 std::string limit_conflict(const std::string& key, const std::optional<std::string>& stored, std::size_t limit);
 

@@ -259,12 +259,12 @@ def links_cut_in_turn(env):
 @scenario("semaphore-cuts", "S1 S2", 10)
 def semaphore_cuts(ctx):
     """The counterexample to a plain majority over per-server limits: 3 servers, --limit 2, three
-    groups of 2 `run` workers that each reach another two of the servers (links cut in turn), so
-    that holders come to sit on {A,B}, {B,C} and {A,C}. The real semaphore keeps 2 at most (each slot
-    needs its own quorum); REDLOCK_FAULT=semaphore-majority admits a third."""
+    `run` workers, each through proxies of its own and reaching another two of the servers (links
+    cut in turn), so that holders come to sit on {A,B}, {B,C} and {A,C}. The real semaphore keeps 2
+    at most (each slot needs its own quorum); REDLOCK_FAULT=semaphore-majority admits the third."""
     env = env_for(ctx, "semaphore-cuts", servers=3)
     try:
-        client_groups(env, 3, 2, mode="run", ttl="1s", hold_ms=(100, 300), wait="10s", run_args=["--limit", "2"])
+        client_groups(env, 3, 1, mode="run", ttl="1s", hold_ms=(150, 300), wait="10s", run_args=["--limit", "2"])
         env.run(ctx.seconds, links_cut_in_turn)
         # A holder on two servers loses its quorum when one of its links is cut before a renewal put
         # it on the third: lost (79), as it must be.

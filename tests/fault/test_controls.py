@@ -31,7 +31,7 @@ class Controls(ScenarioTest):
         self.assertEqual(s["most_at_once"], 4)
 
     def test_a_semaphore_with_a_plain_majority_over_per_server_limits_is_caught_admitting_k_plus_1(self):
-        s = self.run_scenario("semaphore-cuts", 6, fault="semaphore-majority")
+        s = self.run_scenario("semaphore-cuts", 5, fault="semaphore-majority")
         self.assertCaught(s, "overlaps")
         self.assertEqual(s["most_at_once"], 3)
 
