@@ -975,11 +975,11 @@ def rolling_restart(env):
         env.note("heal", what="rolling restart: back empty", servers=[victim.index])
 
 
-def through_rolling_restart(ctx, env, judge, name, **kw):
-    """Runs ENV's workers through the rolling restart, judged by JUDGE(env, NAME, **KW) (exits 0 and
-    75 accepted), and checks that the long commands (workers 0 and 1) ended with 0."""
+def through_rolling_restart(ctx, env, judge, name, acceptable_codes=(0, 75), **kw):
+    """Runs ENV's workers through the rolling restart, judged by JUDGE(env, NAME, **KW), and checks
+    that the long commands (workers 0 and 1) that ran to their end ended with 0."""
     env.run(ctx.seconds, rolling_restart)
-    s = judge(env, name, acceptable_codes=(0, 75), **kw)
+    s = judge(env, name, acceptable_codes=acceptable_codes, **kw)
     for h in long_runs(s):
         s.check(h.code == 0, "long run %s exit %s through the rolling restart" % (h.key, h.code))
     return s
@@ -1005,14 +1005,17 @@ def rolling_restart_scenario(ctx):
 def semaphore_rolling(ctx):
     """12 `run -w 20s --limit 3` workers while every server in turn is killed -9 and restarted empty
     after the TTL (1s), one at a time; two of them run commands of 5 x TTL, the rest short ones. Never
-    more than 3 at once, 3 reached, fences increasing per slot, and the long commands end with 0: a
-    slot's renewals put it back on each server that returns empty."""
+    more than 3 at once, 3 reached, fences increasing per slot, and long commands end with 0: a slot's
+    renewals put it back on each server that returns empty."""
     env = env_for(ctx, "semaphore-rolling")
     try:
         for i in range(12):
             env.add_worker(mode="run", ttl="1s", hold_ms=(5000, 5000) if i < 2 else (30, 300), wait="20s",
                            run_args=["--limit", str(SEMAPHORE_LIMIT)])
-        return through_rolling_restart(ctx, env, semaphore_summary, "semaphore-rolling", expect_cycles=10)
+        # A slot taken on exactly a quorum (a contender had it on another server for a moment, one
+        # server down) cannot be renewed once one of them restarts: lost (79), its command stopped.
+        return through_rolling_restart(ctx, env, semaphore_summary, "semaphore-rolling", acceptable_codes=(0, 75, 79),
+                                       expect_cycles=10)
     finally:
         env.close()
 
