@@ -12,6 +12,7 @@
 #include "core/lock/faults.hpp"
 #include "core/lock/lease.hpp"
 #include "core/lock/quorum.hpp"
+#include "core/lock/semaphore.hpp"
 #include "core/util/duration.hpp"
 #include "core/util/error.hpp"
 #include "core/util/fd.hpp"
@@ -174,6 +175,9 @@ class Runner {
   // run reports only whether a quorum released, never a server's own answer: it waits for that
   // outcome, not for a frozen or unreachable server's --timeout; the requests are on their way.
   ReleaseResult release(const std::string& token) {
+    if (plan_.acquire.slot && faults::enabled(faults::Fault::SemaphoreMajority)) {
+      release_majority_places(*redlock_, plan_.acquire.spec.keys, plan_.acquire.limit, token);
+    }
     return redlock_->release(plan_.acquire.spec.keys, token, false, Redlock::ReleaseWait::Outcome);
   }
 

@@ -9,6 +9,8 @@
 //   inherit-any-token  inside a run's command, REDLOCK_TOKEN stands in for --token of every lock,
 //                 so sibling workers that take a second lock re-enter each other's
 //   semaphore-extra-slot  a semaphore has one slot more than its limit
+//   semaphore-majority  a semaphore as some peers build one, unsafe: each server admits a holder
+//                 while it has fewer than K of its own, and a simple majority admitting is "held"
 // Only faults.cpp differs between the two binaries: in the real one, choose() does nothing and
 // enabled() is always false, whatever the environment says.
 #pragma once
@@ -17,7 +19,7 @@
 
 namespace redlock::faults {
 
-enum class Fault { ReleaseAny, NoValidity, HalfQuorum, InheritAnyToken, SemaphoreExtraSlot };
+enum class Fault { ReleaseAny, NoValidity, HalfQuorum, InheritAnyToken, SemaphoreExtraSlot, SemaphoreMajority };
 
 // The faults named in NAMES (comma-separated; unknown names are ignored) are on from now on.
 void choose(std::string_view names);

@@ -10,6 +10,7 @@
 #include "core/lock/token.hpp"
 #include "core/util/duration.hpp"
 #include "core/util/error.hpp"
+#include "core/util/text.hpp"
 
 namespace redlock {
 
@@ -223,7 +224,8 @@ ReleaseResult Semaphore::force_release() {
 
 AcquireResult Semaphore::acquire(const LockSpec& spec, const WaitOptions& wait) {
   return redlock_.acquire_with(
-      keys_.channel, spec.ttl, wait, [&] { return attempt(spec); }, true);
+      keys_.channel, spec.ttl, wait,
+      [&] { return faults::enabled(faults::Fault::SemaphoreMajority) ? majority_attempt(spec) : attempt(spec); }, true);
 }
 
 AcquireResult Semaphore::attempt(const LockSpec& spec) {
@@ -297,6 +299,83 @@ AcquireResult Semaphore::all_busy(const LockSpec& spec, const Probe& probe) cons
                      : "") +
                 " (busy on " + servers_text(res.tally.no, res.tally.total) +
                 (res.tally.pending() > 0 ? "; " + not_waited_text(res.tally) : "") + ")";
+  return res;
+}
+
+// THE UNSAFE DESIGN, kept only as a negative control (REDLOCK_FAULT=semaphore-majority in
+// redlock-faulty): every server takes the first slot free there, and a simple majority of servers
+// taking any slot counts as acquired, however the slots differ between servers. 3 servers, K = 2:
+// holders on {A,B}, {B,C} and {A,C} each find a place on both of theirs, and all three hold. The
+// holder's slot is the one most of its servers took: `run` renews that one, and releases it and its
+// places in the other slots. A failed attempt gives back whatever it took, in every slot.
+AcquireResult Semaphore::majority_attempt(const LockSpec& spec) {
+  std::vector<std::string> keys;
+  for (const auto& slot : keys_.slots) {
+    keys.insert(keys.end(), {slot.lock, slot.owner, slot.fence});
+  }
+  const std::string ttls = ms_count(spec.ttl) + " " + ms_count(spec.fence_ttl);
+  Round round(network_, [&](std::size_t) { return Request::eval(kMajorityScript, keys, {spec.token, ttls, ""}); });
+  network_.run_until([&] { return round.complete(); }, kNever);
+  round.abandon();
+  AcquireResult res = majority_outcome(spec, round);
+  if (res.outcome != AcquireOutcome::Acquired && res.tally.yes > 0) {
+    for (const auto& slot : keys_.slots) redlock_.release(slot, spec.token, false, Redlock::ReleaseWait::Outcome);
+  }
+  return res;
+}
+
+void release_majority_places(Redlock& redlock, const LockKeys& slot, std::size_t limit, const std::string& token) {
+  const std::string prefix = slot.lock.substr(0, slot.lock.rfind(':') + 1);  // "{KEY}:redlock:slot:"
+  for (std::size_t i = 0; i < limit; ++i) {
+    LockKeys other = derive_keys(prefix + std::to_string(i));
+    other.channel = slot.channel;
+    if (other.lock != slot.lock) redlock.release(other, token, false, Redlock::ReleaseWait::Outcome);
+  }
+}
+
+AcquireResult Semaphore::majority_outcome(const LockSpec& spec, const Round& round) {
+  AcquireResult res;
+  res.token = spec.token;
+  res.ttl = spec.ttl;
+  res.tally.total = network_.size();
+  std::map<std::size_t, std::size_t> takers;
+  std::map<std::size_t, std::int64_t> fences;
+  for (std::size_t i = 0; i < round.results().size(); ++i) {
+    const auto& r = round.results()[i];
+    const bool readable = r && r->ok() && r->reply.type == Reply::Type::Array && r->reply.elements.size() == 2 &&
+                          r->reply.elements[0].as_integer() && r->reply.elements[1].as_integer();
+    ServerReport rep = probe_report(network_, i, r, readable);
+    const std::int64_t slot = readable ? *r->reply.elements[0].as_integer() : -1;
+    if (readable && slot >= 0 && static_cast<std::size_t>(slot) < limit()) {
+      ++res.tally.yes;
+      const auto s = static_cast<std::size_t>(slot);
+      ++takers[s];
+      fences[s] = std::max(fences[s], *r->reply.elements[1].as_integer());
+      rep.result = Answer::Locked;
+    } else if (readable) {
+      ++res.tally.no;
+      rep.result = Answer::Busy;
+      rep.ok = false;
+    } else {
+      ++res.tally.failed;
+    }
+    res.servers.push_back(std::move(rep));
+  }
+  const Duration took = network_.now() - round.started();
+  if (res.tally.won() && validity(spec.ttl, took, spec.drift) > spec.min_validity) {
+    slot_ = std::max_element(takers.begin(), takers.end(), [](const auto& a, const auto& b) {
+              return a.second < b.second;
+            })->first;
+    res.outcome = AcquireOutcome::Acquired;
+    res.fence = fences[slot_];
+    res.taken_at = network_.now();
+    res.valid_until = round.started() + spec.ttl - drift_allowance(spec.ttl, spec.drift);
+    res.validity = res.valid_until - res.taken_at;
+    return res;
+  }
+  res.outcome = res.tally.unreachable() ? AcquireOutcome::NoQuorum : AcquireOutcome::Busy;
+  res.holder_announces = true;  // the holders' releases wake the waiters
+  res.message = "a place on only " + servers_text(res.tally.yes, res.tally.total) + " (semaphore-majority)";
   return res;
 }
 

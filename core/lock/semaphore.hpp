@@ -93,6 +93,10 @@ class Semaphore {
   // The slots to try, in order: where the token already is, then the free ones from a random one.
   std::vector<std::size_t> candidates(const Probe& probe);
   AcquireResult all_busy(const LockSpec& spec, const Probe& probe) const;
+  // The negative control semaphore-majority (core/lock/faults.hpp, redlock-faulty only): the unsafe
+  // design, one attempt of it (see majority.lua). Never called by the real binary.
+  AcquireResult majority_attempt(const LockSpec& spec);
+  AcquireResult majority_outcome(const LockSpec& spec, const Round& round);
 
   Network& network_;
   Redlock& redlock_;
@@ -100,6 +104,10 @@ class Semaphore {
   std::size_t slot_ = 0;
   std::mt19937_64 rng_;
 };
+
+// The negative control semaphore-majority (redlock-faulty only) leaves a holder places in other
+// slots than the one it renews: gives TOKEN's back in each of the LIMIT slots beside SLOT.
+void release_majority_places(Redlock& redlock, const LockKeys& slot, std::size_t limit, const std::string& token);
 
 // "semaphore limit conflict: KEY has limit 3, asked 2", or empty when STORED is LIMIT or absent.
 std::string limit_conflict(const std::string& key, const std::optional<std::string>& stored, std::size_t limit);

@@ -199,6 +199,17 @@ def starvation(ctx):
 SEMAPHORE_LIMIT = 3
 
 
+def semaphore_summary(env, name, limit=SEMAPHORE_LIMIT, **kw):
+    """The semaphore's criteria: never more than LIMIT holders at once, LIMIT at once reached, fences
+    increasing per slot. The counters are shared by up to LIMIT holders at once: their lost updates
+    say nothing here."""
+    s = summarize(env, name, limit=limit, **kw)
+    for key in ("lost_updates", "lost_updates_unfenced", "stale_accepted", "stale_accepted_unfenced"):
+        s[key] = None
+    s.check(s["most_at_once"] >= limit, "never %d holders at once (at most %d)" % (limit, s["most_at_once"]))
+    return s
+
+
 @scenario("semaphore", "S1 S2 S11", 8)
 def semaphore(ctx):
     """12 `run --limit 3` workers on one name while 1-2 of 5 servers are paused, rotating: never more
@@ -208,13 +219,56 @@ def semaphore(ctx):
         for _ in range(12):
             env.add_worker(mode="run", run_args=["--limit", str(SEMAPHORE_LIMIT)], hold_ms=(30, 150))
         env.run(ctx.seconds, pause_minority)
-        s = summarize(env, "semaphore", expect_cycles=10, limit=SEMAPHORE_LIMIT)
-        # The counters are shared by up to 3 holders at once: their lost updates say nothing here.
-        for key in ("lost_updates", "lost_updates_unfenced", "stale_accepted", "stale_accepted_unfenced"):
-            s[key] = None
-        s.check(s["most_at_once"] >= SEMAPHORE_LIMIT, "never %d holders at once (at most %d)"
-                % (SEMAPHORE_LIMIT, s["most_at_once"]))
-        return s
+        return semaphore_summary(env, "semaphore", expect_cycles=10)
+    finally:
+        env.close()
+
+
+def client_groups(env, groups, workers, **kw):
+    """GROUPS groups of WORKERS workers (KW: theirs), each group through proxies of its own to every
+    server (env.groups[g][i]: group g's proxy to server i), so that a nemesis can cut one group off
+    from a server while others still reach it."""
+    env.groups = []
+    for _ in range(groups):
+        proxies = [Proxy(s.port) for s in env.servers]
+        env.proxies.extend(proxies)
+        env.groups.append(proxies)
+        for _ in range(workers):
+            env.add_worker(servers=",".join(p.address for p in proxies), **kw)
+
+
+def links_cut_in_turn(env):
+    """Three groups of clients, each through proxies of its own; each group has its link to one
+    server cut, group g the server (g + k) % 3 in the k-th turn, so that every group reaches a
+    majority and no two groups the same one. A cut link delivers nothing late (unlike a SIGSTOP, after
+    which the server runs what was sent to it): an attempt never takes a place behind it."""
+    rng = env.rng
+    for k in range(10000):
+        cut = [env.groups[g][(g + k) % 3] for g in range(3)]
+        for p in cut:
+            p.cut()
+        env.note("fault", what="links cut", groups={g: (g + k) % 3 for g in range(3)})
+        slept = env.sleep(rng.uniform(1.5, 3.0))
+        for p in cut:
+            p.heal()
+        env.note("heal", what="links healed")
+        if not slept:
+            return
+
+
+@scenario("semaphore-cuts", "S1 S2", 10)
+def semaphore_cuts(ctx):
+    """The counterexample to a plain majority over per-server limits: 3 servers, --limit 2, three
+    `run` workers, each through proxies of its own and reaching another two of the servers (links
+    cut in turn), so that holders come to sit on {A,B}, {B,C} and {A,C}. The real semaphore keeps 2
+    at most (each slot needs its own quorum); REDLOCK_FAULT=semaphore-majority admits the third."""
+    env = env_for(ctx, "semaphore-cuts", servers=3)
+    try:
+        client_groups(env, 3, 1, mode="run", ttl="1s", hold_ms=(150, 300), wait="10s", run_args=["--limit", "2"])
+        env.run(ctx.seconds, links_cut_in_turn)
+        # A holder on two servers loses its quorum when one of its links is cut before a renewal put
+        # it on the third: lost (79), as it must be.
+        return semaphore_summary(env, "semaphore-cuts", limit=2, acceptable_codes=(0, 75, 79), expect_cycles=5)
     finally:
         env.close()
 
@@ -921,6 +975,16 @@ def rolling_restart(env):
         env.note("heal", what="rolling restart: back empty", servers=[victim.index])
 
 
+def through_rolling_restart(ctx, env, judge, name, acceptable_codes=(0, 75), **kw):
+    """Runs ENV's workers through the rolling restart, judged by JUDGE(env, NAME, **KW), and checks
+    that the long commands (workers 0 and 1) that ran to their end ended with 0."""
+    env.run(ctx.seconds, rolling_restart)
+    s = judge(env, name, acceptable_codes=acceptable_codes, **kw)
+    for h in long_runs(s):
+        s.check(h.code == 0, "long run %s exit %s through the rolling restart" % (h.key, h.code))
+    return s
+
+
 @scenario("rolling-restart", "S12 S4", 16)
 def rolling_restart_scenario(ctx):
     """Commands that run 5 x TTL (1s) while the servers restart empty one at a time, each down longer
@@ -932,11 +996,26 @@ def rolling_restart_scenario(ctx):
             env.add_worker(mode="run", ttl="1s", hold_ms=(5000, 5000), wait="20s")
         for _ in range(2):
             env.add_worker(mode="acquire", ttl="1s", hold_ms=(10, 60), wait=None, run_args=["-n"])
-        env.run(ctx.seconds, rolling_restart)
-        s = summarize(env, "rolling-restart", acceptable_codes=(0, 75), expect_cycles=2)
-        for h in long_runs(s):
-            s.check(h.code == 0, "long run %s exit %s through the rolling restart" % (h.key, h.code))
-        return s
+        return through_rolling_restart(ctx, env, summarize, "rolling-restart", expect_cycles=2)
+    finally:
+        env.close()
+
+
+@scenario("semaphore-rolling", "S1 S4 S12", 16)
+def semaphore_rolling(ctx):
+    """12 `run -w 20s --limit 3` workers while every server in turn is killed -9 and restarted empty
+    after the TTL (1s), one at a time; two of them run commands of 5 x TTL, the rest short ones. Never
+    more than 3 at once, 3 reached, fences increasing per slot, and long commands end with 0: a slot's
+    renewals put it back on each server that returns empty."""
+    env = env_for(ctx, "semaphore-rolling")
+    try:
+        for i in range(12):
+            env.add_worker(mode="run", ttl="1s", hold_ms=(5000, 5000) if i < 2 else (30, 300), wait="20s",
+                           run_args=["--limit", str(SEMAPHORE_LIMIT)])
+        # A slot taken on exactly a quorum (a contender had it on another server for a moment, one
+        # server down) cannot be renewed once one of them restarts: lost (79), its command stopped.
+        return through_rolling_restart(ctx, env, semaphore_summary, "semaphore-rolling", acceptable_codes=(0, 75, 79),
+                                       expect_cycles=10)
     finally:
         env.close()
 
@@ -1256,14 +1335,7 @@ def split_brain(ctx):
     (REDLOCK_FAULT=half-quorum) both halves do."""
     env = env_for(ctx, "split-brain", servers=4)
     try:
-        env.groups = []
-        for g in range(2):
-            proxies = [Proxy(s.port) for s in env.servers]
-            env.proxies.extend(proxies)
-            env.groups.append(proxies)
-            spec = ",".join(p.address for p in proxies)
-            for _ in range(3):
-                env.add_worker(mode="run", hold_ms=(300, 800), servers=spec)
+        client_groups(env, 2, 3, mode="run", hold_ms=(300, 800))
         env.run(ctx.seconds, halves)
         return summarize(env, "split-brain", expect_cycles=3)
     finally:

@@ -1,6 +1,6 @@
 """Negative controls: a lock broken on purpose must be caught by a checker. redlock-faulty with
 REDLOCK_FAULT=release-any / no-validity / half-quorum /
-inherit-any-token / semaphore-extra-slot (core/lock/faults.hpp), and the real binary with a
+inherit-any-token / semaphore-extra-slot / semaphore-majority (core/lock/faults.hpp), and the real binary with a
 holder's server restarted at once without persistence. Each runs a scenario that the real binary
 passes (test_safety.py, test_holder.py, test_crash.py) and asserts that the violation IS found."""
 
@@ -29,6 +29,11 @@ class Controls(ScenarioTest):
         s = self.run_scenario("semaphore", 4, fault="semaphore-extra-slot")
         self.assertCaught(s, "overlaps")
         self.assertEqual(s["most_at_once"], 4)
+
+    def test_a_semaphore_with_a_plain_majority_over_per_server_limits_is_caught_admitting_k_plus_1(self):
+        s = self.run_scenario("semaphore-cuts", 5, fault="semaphore-majority")
+        self.assertCaught(s, "overlaps")
+        self.assertEqual(s["most_at_once"], 3)
 
     def test_crash_restart_without_persistence_is_caught(self):
         s = self.run_scenario("crash-restart-empty", 10)

@@ -14,6 +14,11 @@ class Crash(ScenarioTest):
     def test_s12_s4_a_rolling_restart_keeps_the_lock_of_long_commands(self):
         self.assertPassed(self.run_scenario("rolling-restart"))
 
+    def test_s12_s4_a_semaphore_through_a_rolling_restart_admits_at_most_its_limit(self):
+        s = self.run_scenario("semaphore-rolling", 12)
+        self.assertPassed(s)
+        self.assertEqual(s["most_at_once"], 3)
+
     def test_s3_a_majority_frozen_for_a_while_is_waited_out(self):
         self.assertPassed(self.run_scenario("blip"))
 

@@ -50,6 +50,12 @@ class Safety(ScenarioTest):
         self.assertPassed(s)
         self.assertEqual(s["most_at_once"], 3)
 
+    def test_a_semaphore_of_2_admits_at_most_2_when_each_client_group_reaches_another_majority(self):
+        # The real binary with the control's REDLOCK_FAULT set, which it must ignore.
+        s = self.run_scenario("semaphore-cuts", 6, fault="semaphore-majority", real=True)
+        self.assertPassed(s)
+        self.assertEqual(s["most_at_once"], 2)
+
     def test_s17_script_flush(self):
         self.assertPassed(self.run_scenario("script-flush", 6))
 
