@@ -523,7 +523,8 @@ struct Redlock::Votes {
 AcquireResult Redlock::attempt(const LockSpec& spec) {
   const std::string owner = owner_record(spec.owner, spec.ttl);
   // Both expiries in one argument: see acquire.lua.
-  const std::string ttls = ms_count(spec.ttl) + " " + ms_count(spec.fence_ttl);
+  std::string ttls = ms_count(spec.ttl) + " " + ms_count(spec.fence_ttl);
+  if (!spec.waiter.empty()) ttls += " " + spec.waiter + " " + ms_count(spec.heartbeat);
   Round round(network_, [&](std::size_t) {
     return Request::eval(kAcquireScript, {spec.keys.lock, spec.keys.fence, spec.keys.owner},
                          {spec.token, ttls, owner, spec.keys.channel});
@@ -656,15 +657,76 @@ void Redlock::release_taken(const LockSpec& spec, const std::vector<bool>& holds
       kNever);
 }
 
+namespace {
+
+// A waiter's place in the lock's queue on each server: taken by a busy answer, given back by the
+// answer that takes the lock there, and given back everywhere else on every way out of the wait
+// (exceptions included), without waiting for the answers. A place left behind anyway (a server
+// that did not answer) lapses with its heartbeat.
+class QueuePlace {
+ public:
+  QueuePlace(Network& network, QueuedWaiter waiter)
+      : network_(network), waiter_(std::move(waiter)), queued_(network.size(), false) {}
+  ~QueuePlace() {
+    try {
+      for (std::size_t i = 0; i < queued_.size(); ++i) {
+        if (!queued_[i]) continue;
+        network_.send(i, Request::command({"ZREM", waiter_.queue_key, waiter_.id}), [](Result) {});
+        network_.send(i, Request::command({"DEL", waiter_.alive_key}), [](Result) {});
+      }
+    } catch (...) {  // NOLINT(bugprone-empty-catch): a place left behind lapses with its heartbeat
+    }
+  }
+  QueuePlace(const QueuePlace&) = delete;
+  QueuePlace& operator=(const QueuePlace&) = delete;
+
+  void note(const AcquireResult& res) {
+    // An answer not waited for (or lost) may be a busy one that joined: after a failed attempt,
+    // assume it did. After the winning one, a minority that found the lock busy is left to lapse.
+    const bool won = res.outcome == AcquireOutcome::Acquired;
+    for (std::size_t i = 0; i < queued_.size() && i < res.servers.size(); ++i) {
+      const Answer a = res.servers[i].result;
+      if (a == Answer::Locked || a == Answer::Reacquired) {
+        queued_[i] = false;
+      } else if (a == Answer::Busy || (!won && (a == Answer::NotWaitedFor || a == Answer::Failed))) {
+        queued_[i] = true;
+      }
+    }
+  }
+  const QueuedWaiter& waiter() const { return waiter_; }
+
+ private:
+  Network& network_;
+  QueuedWaiter waiter_;
+  std::vector<bool> queued_;
+};
+
+}  // namespace
+
 AcquireResult Redlock::acquire(const LockSpec& spec, const WaitOptions& wait) {
-  return acquire_with(spec.keys.channel, spec.ttl, wait, [&] { return attempt(spec); });
+  if (!wait.wait) return acquire_with(spec.keys.channel, spec.ttl, wait, [&] { return attempt(spec); });
+  // Only a caller that waits queues: a single attempt has no turn to be woken for.
+  LockSpec queued = spec;
+  queued.waiter = make_token().substr(0, 16);
+  QueuePlace place(network_, QueuedWaiter{queued.waiter, waiter_key(spec.keys, queued.waiter), spec.keys.waiters,
+                                          spec.heartbeat});
+  return acquire_with(
+      spec.keys.channel, spec.ttl, wait,
+      [&] {
+        AcquireResult res = attempt(queued);
+        place.note(res);
+        return res;
+      },
+      false, &place.waiter());
 }
 
 AcquireResult Redlock::acquire_with(const std::string& channel, Duration ttl, const WaitOptions& wait,
-                                    const std::function<AcquireResult()>& attempt, bool many_holders) {
+                                    const std::function<AcquireResult()>& attempt, bool many_holders,
+                                    const QueuedWaiter* queued) {
   const TimePoint begin = network_.now();
   Wakeups wakeups(network_, channel, ttl, wait.retry_delay, seed_++, begin, wait.deadline);
   wakeups.set_many_holders(many_holders);
+  if (queued) wakeups.set_queued(*queued);
   auto interrupted = [&] { return wait.interrupted && wait.interrupted(); };
   for (int attempts = 1;; ++attempts) {
     wakeups.forget_heard();

@@ -5,6 +5,34 @@
 -- ARGV[2] ('' for none) are woken and told how many they are: ARGV[4] is 'released' (a holder let
 -- go) or 'retracted' (an attempt without a quorum gave back what it took). Returns the number of
 -- lock keys deleted (0 or 1), or -1.
+-- A release names the first two live waiters of the lock's queue (see acquire.lua) after the count,
+-- "released N ID1 ID2": the first tries at once, the second a little later in case the first does
+-- not answer, the others stay asleep. Waiters whose heartbeat is gone are dropped from the queue on
+-- the way. With no live waiter queued (other clients' waiters, an ACL without the queue's
+-- commands), the message names nobody and every waiter tries, as before the queue.
+
+-- The first live waiters (at most WANTED) of the queue beside CHANNEL, dead ones removed.
+local function live_waiters(channel, wanted)
+  local prefix = string.sub(channel, 1, -5)
+  local waiters = prefix .. 'waiters'
+  local ids = redis.pcall('ZRANGE', waiters, 0, 15)
+  local named = {}
+  if type(ids) ~= 'table' or ids.err then
+    return named
+  end
+  for _, id in ipairs(ids) do
+    if redis.pcall('EXISTS', prefix .. 'waiter:' .. id) == 1 then
+      named[#named + 1] = id
+      if #named == wanted then
+        break
+      end
+    else
+      redis.pcall('ZREM', waiters, id)
+    end
+  end
+  return named
+end
+
 local deleted = 0
 local kind = redis.call('TYPE', KEYS[1])['ok']
 if ARGV[3] == '1' then
@@ -20,7 +48,13 @@ if deleted == 1 then
   redis.call('DEL', KEYS[2])
   if ARGV[2] ~= '' then
     local waiting = redis.call('PUBSUB', 'NUMSUB', ARGV[2])[2]
-    redis.call('PUBLISH', ARGV[2], ARGV[4] .. ' ' .. waiting)
+    local message = ARGV[4] .. ' ' .. waiting
+    if ARGV[4] == 'released' then
+      for _, id in ipairs(live_waiters(ARGV[2], 2)) do
+        message = message .. ' ' .. id
+      end
+    end
+    redis.call('PUBLISH', ARGV[2], message)
   end
 end
 return deleted
