@@ -55,6 +55,7 @@ struct Vote {
   std::int64_t pttl = -2;
   bool announces = false;             // busy: the holder keeps an owner record (a redlock holder)
   std::optional<std::string> record;  // busy: the holder's owner record
+  bool joined = false;                // busy: the caller joined the queue of waiters
   ServerReport report;
 };
 
@@ -80,6 +81,7 @@ Vote read_vote(const Network& network, std::size_t server, const std::optional<R
   v.pttl = *pttl;
   v.announces = reply.elements.size() > 4 && reply.elements[4].as_integer().value_or(0) == 1;
   if (reply.elements.size() > 5 && reply.elements[5].type == Reply::Type::String) v.record = reply.elements[5].str;
+  v.joined = reply.elements.size() > 6 && reply.elements[6].as_integer().value_or(0) == 1;
   if (*state == 1 || *state == 2) {
     v.kind = Vote::Kind::Yes;
     v.report = answer_report(network, server, *r, *state == 1 ? Answer::Locked : Answer::Reacquired, true);
@@ -574,6 +576,8 @@ Redlock::Votes Redlock::read_votes(const Round& round, AcquireResult& res) const
       votes.busy_pttl.push_back(v.pttl);
       votes.busy_records.push_back(v.record);
       res.holder_announces = res.holder_announces || v.announces;
+      ++res.busy_answers;
+      res.queued += v.joined ? 1 : 0;
     }
     votes.may_hold[i] = v.kind == Vote::Kind::Yes || !result ||
                         (v.kind == Vote::Kind::Failed && (result->ok() || unsure_whether_run(result->failure)));
@@ -708,8 +712,8 @@ AcquireResult Redlock::acquire(const LockSpec& spec, const WaitOptions& wait) {
   // Only a caller that waits queues: a single attempt has no turn to be woken for.
   LockSpec queued = spec;
   queued.waiter = make_token().substr(0, 16);
-  QueuePlace place(network_, QueuedWaiter{queued.waiter, waiter_key(spec.keys, queued.waiter), spec.keys.waiters,
-                                          spec.heartbeat});
+  QueuePlace place(network_, QueuedWaiter{queued.waiter, spec.keys.channel + ":" + queued.waiter,
+                                          waiter_key(spec.keys, queued.waiter), spec.keys.waiters, spec.heartbeat});
   return acquire_with(
       spec.keys.channel, spec.ttl, wait,
       [&] {
@@ -726,7 +730,6 @@ AcquireResult Redlock::acquire_with(const std::string& channel, Duration ttl, co
   const TimePoint begin = network_.now();
   Wakeups wakeups(network_, channel, ttl, wait.retry_delay, seed_++, begin, wait.deadline);
   wakeups.set_many_holders(many_holders);
-  if (queued) wakeups.set_queued(*queued);
   auto interrupted = [&] { return wait.interrupted && wait.interrupted(); };
   for (int attempts = 1;; ++attempts) {
     wakeups.forget_heard();
@@ -742,6 +745,9 @@ AcquireResult Redlock::acquire_with(const std::string& channel, Duration ttl, co
     // The spread unit follows how fast the servers answer now, busy answers included.
     wakeups.observe(answer_latencies(res.servers));
     if (!wakeups.subscribing()) {
+      // A waiter listens on a channel of its own only where every busy server queued it: one that
+      // could not (an ACL without the queue's commands) names nobody, and wakes everyone.
+      if (queued && res.busy_answers > 0 && res.queued == res.busy_answers) wakeups.set_queued(*queued);
       // Subscribe, then try once more at once: a release between our first attempt and the
       // subscription would otherwise go unheard.
       wakeups.subscribe(network_.now() + timeout_, interrupted);

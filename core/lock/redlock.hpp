@@ -133,6 +133,9 @@ struct AcquireResult {
   // Busy: the holder keeps an owner record, as redlock holders do, whose releases wake the waiters.
   // Other clients (node-redlock, redsync, redis-py) delete their key without a word.
   bool holder_announces = false;
+  // Busy: how many servers answered busy, and how many of them queued the caller as a waiter.
+  std::size_t busy_answers = 0;
+  std::size_t queued = 0;
   std::string message;  // why not, in words
 };
 

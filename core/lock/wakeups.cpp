@@ -132,7 +132,8 @@ void Wakeups::observe(const std::vector<std::optional<Duration>>& latencies) {
 
 void Wakeups::subscribe(TimePoint settle_by, const std::function<bool()>& interrupted) {
   subscribing_ = true;
-  network_.subscribe(channel_, [state = state_, this](std::size_t, std::string_view message) {
+  network_.subscribe(state_->queued ? state_->queued->channel : channel_,
+                     [state = state_, this](std::size_t, std::string_view message) {
     if (state->active) state->on(parse_wake_message(message), network_.now(), reliable());
   });
   network_.run_until([&] { return reliable() || interrupted(); }, std::min(state_->deadline, settle_by));

@@ -32,10 +32,12 @@ struct WakeEvent {
 
 WakeEvent parse_wake_message(std::string_view message);
 
-// A waiter in the lock's queue (see acquire.lua): its id, which the releases name, and the keys
-// its heartbeat keeps alive while it waits.
+// A waiter in the lock's queue (see acquire.lua): its id, which the releases name, the channel of
+// its own it listens on instead of the lock's (a release wakes it alone, when its turn comes), and
+// the keys its heartbeat keeps alive while it waits.
 struct QueuedWaiter {
   std::string id;
+  std::string channel;    // {KEY}:redlock:wake:ID
   std::string alive_key;  // {KEY}:redlock:waiter:ID
   std::string queue_key;  // {KEY}:redlock:waiters
   Duration heartbeat{};   // the expiry the heartbeat sets, refreshed three times within it
@@ -53,8 +55,9 @@ class Wakeups {
   // A lock with several holders (a semaphore's slots): another's "acquired" does not send this
   // waiter back to sleep, since another place may still be free.
   void set_many_holders(bool many);
-  // A waiter in the lock's queue: releases that name other waiters leave it asleep, and its
-  // heartbeat is refreshed while it sleeps.
+  // A waiter in the lock's queue: it listens on its own channel, where only the releases that name
+  // it are heard, and its heartbeat is refreshed while it sleeps. If the two waiters a release
+  // names both died without taking the lock, the others try at their fallback poll.
   void set_queued(const QueuedWaiter& waiter);
   // Before each attempt: what was heard during the last one is forgotten.
   void forget_heard();

@@ -314,7 +314,7 @@ RULE_COMMANDS = ["+evalsha", "+eval", "+get", "+set", "+incr", "+pexpire", "+ptt
                  "+zadd", "+zrem", "+zrange", "+exists",
                  "+publish", "+pubsub|numsub", "+subscribe", "+info", "+scan"]
 RULE_KEYS = ["~locks:*", "~{locks:*}:redlock:*"]
-RULE_CHANNELS = ["&{locks:*}:redlock:wake"]
+RULE_CHANNELS = ["&{locks:*}:redlock:wake*"]
 RULE = RULE_COMMANDS + RULE_KEYS + RULE_CHANNELS
 # What each part is needed for: the first of LeastPrivilege.STEPS that fails without it.
 NEEDED_FOR = {
@@ -323,11 +323,11 @@ NEEDED_FOR = {
     "+pubsub|numsub": "fresh", "+subscribe": "wake-up", "+zadd": "queue", "+zrem": "queue", "+zrange": "queue",
     "+exists": "queue", "+info": "duplicate", "+scan": "list", "~locks:*": "fresh",
     "~{locks:*}:redlock:*": "fresh",
-    "&{locks:*}:redlock:wake": "fresh",
+    "&{locks:*}:redlock:wake*": "fresh",
 }
 # Only for what needs them: a URL that names a database, a NAME with a hash tag of its own.
 FOR_DATABASES = ["+select"]
-FOR_TAGGED_NAMES = ["&locks:*:redlock:wake"]
+FOR_TAGGED_NAMES = ["&locks:*:redlock:wake*"]
 
 
 class LeastPrivilege(unittest.TestCase):

@@ -1,13 +1,12 @@
 """Wake one waiter, not all: waiters queue on every server in arrival order, a release names the
-first live ones, and only they try; a waiter killed in the queue is skipped once its heartbeat
-lapses (3 s), and until then the waiters named after it, or the others after one heartbeat, take
-over."""
+first live ones on channels of their own, and only they try; a waiter killed in the queue is
+skipped once its heartbeat lapses (3 s), and until then the one named after it takes over."""
 
 import signal
 import subprocess
 import time
 
-from harness import ClusterTest, main, spawn, wait_for
+from harness import ClusterTest, listeners, main, spawn, wait_for
 
 QUEUE = "{job}:redlock:waiters"
 CHANNEL = "{job}:redlock:wake"
@@ -27,21 +26,29 @@ class WakeOne(ClusterTest):
         counts = []
         for s in self.cluster.servers:
             with s.client() as c:
-                counts.append(c.call("PUBSUB", "NUMSUB", CHANNEL)[1])
+                counts.append(listeners(c, CHANNEL))
         return min(counts)
 
     def waiters(self, n, *extra):
         """N waiters, started one after another so that they queue in that order; each asleep (its
-        attempts made, subscribed everywhere) before the next starts."""
+        two attempts made, subscribed everywhere) before the next starts."""
+        self.reset_stats()
         procs = []
         for i in range(n):
             p = spawn(["acquire", "-w", "30s", "--retry-delay", "1s"] + list(extra) + ["job"], servers=self.cluster,
                       stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
             self.addCleanup(lambda p=p: (p.poll() is None and p.kill(), p.wait()))
             procs.append(p)
-            wait_for(lambda: self.queued() == i + 1 and self.subscribed() == i + 1, timeout=10,
-                     what="waiter %d to queue and subscribe" % i)
-        time.sleep(0.3)  # the last one takes in the answer to its attempt right after subscribing
+            wait_for(lambda: self.queued() == i + 1 and self.subscribed() == i + 1 and
+                     min(self.attempts()) >= 2 * (i + 1), timeout=10,
+                     what="waiter %d to queue, subscribe and make its attempts" % i)
+            time.sleep(0.1)  # its attempt on the subscriptions confirmed after the wait for a quorum of them
+        # Asleep: no attempt for half a second (the slow fallback poll is 20 s away).
+        for _ in range(20):
+            before = self.attempts()
+            time.sleep(0.5)
+            if self.attempts() == before:
+                break
         return procs
 
     def reset_stats(self):
@@ -87,26 +94,23 @@ class WakeOne(ClusterTest):
     def test_a_waiter_killed_in_the_queue_is_skipped(self):
         token = self.rl("acquire", "--ttl", "60s", "job").stdout.strip()
         procs = self.waiters(5)
-        # The first two: both named by the next release, neither answering.
-        for p in procs[:2]:
-            p.send_signal(signal.SIGKILL)
-            p.wait()
+        # The first: named by the next release, and not answering.
+        procs[0].send_signal(signal.SIGKILL)
+        procs[0].wait()
         released = time.monotonic()
         self.assertEqual(self.rl("release", "job", "--token", token).code, 0)
-        wait_for(lambda: any(p.poll() is not None for p in procs[2:]), timeout=10, what="a live waiter to take it")
-        took = time.monotonic() - released
-        self.assertLess(took, HEARTBEAT + 1.0)
-        winner = next(p for p in procs[2:] if p.poll() is not None)
-        self.assertEqual(winner.returncode, 0)
-        # By the next release the dead ones' heartbeats have lapsed: it skips them, drops them from
-        # the queue, and the next live waiter is in at once.
+        wait_for(lambda: any(p.poll() is not None for p in procs[1:]), timeout=10, what="a live waiter to take it")
+        self.assertLess(time.monotonic() - released, HEARTBEAT + 1.0)
+        self.assertEqual([p.poll() for p in procs[1:]], [0, None, None, None])
+        # By the next release the dead one's heartbeat has lapsed: it is skipped and dropped from
+        # the queue, and the next live waiter is named first and in at once.
         time.sleep(max(0.0, HEARTBEAT + 0.2 - (time.monotonic() - released)))
         released = time.monotonic()
-        self.assertEqual(self.rl("release", "job", "--token", winner.stdout.read().strip()).code, 0)
-        wait_for(lambda: sum(p.poll() is not None for p in procs[2:]) == 2, timeout=10,
-                 what="the next live waiter to take it")
+        self.assertEqual(self.rl("release", "job", "--token", procs[1].stdout.read().strip()).code, 0)
+        wait_for(lambda: procs[2].poll() is not None, timeout=10, what="the next live waiter to take it")
         self.assertLess(time.monotonic() - released, 0.8)
-        self.assertEqual(self.queued(), 1)
+        self.assertEqual([p.poll() for p in procs[3:]], [None, None])
+        self.assertEqual(self.queued(), 2)
 
     def test_a_waiter_that_gives_up_leaves_the_queue(self):
         self.rl("acquire", "--ttl", "60s", "job")

@@ -299,7 +299,8 @@ class FakeNetwork final : public Network {
         }
         Entry* o = find(i, owner);
         r.reply = arr({Reply::number(0), Reply::number(0), Reply::number(pttl(i, lock)), Reply::status(e->type),
-                       Reply::number(o ? 1 : 0), o ? Reply::string(o->value) : Reply::nil()});
+                       Reply::number(o ? 1 : 0), o ? Reply::string(o->value) : Reply::nil(),
+                       Reply::number(!waiter.empty() && !channel.empty() ? 1 : 0)});
       }
     } else if (name == "release") {
       const std::string &lock = a[1], &owner = a[2], &token = a[3], &channel = a[4], &force = a[5], &word = a[6];

@@ -9,7 +9,8 @@
 -- Returns {state, fencing counter, holder's PTTL, type, announces[, holder's owner record]}: state 1
 -- taken, 2 already ours, 0 busy (then the counter is 0: a busy answer carries no fence; announces is
 -- 1 when the holder keeps an owner record, as redlock holders do: they announce their release; and
--- the record itself follows, false when there is none, so a busy answer can say who holds the lock).
+-- the record itself follows, false when there is none, so a busy answer can say who holds the lock;
+-- then 1 when the caller joined the queue of waiters, 0 when it did not, or could not: an ACL).
 -- A waiter joins the lock's queue when it finds the lock busy and leaves it when it takes the lock
 -- (see queue below); the queue only decides whom a release wakes, never who may take the lock.
 
@@ -22,28 +23,45 @@ local waiter, heartbeat = string.match(rest, '^ (%x+) (%d+)$')
 
 -- The queue is {KEY}:redlock:waiters beside the channel {KEY}:redlock:wake (a sorted set of waiter
 -- ids, scored in arrival order on this server), and each waiter's heartbeat is
--- {KEY}:redlock:waiter:ID, which the waiter keeps alive while it waits. Its commands go through
+-- {KEY}:redlock:waiter:ID, which the waiter keeps alive while it waits; it listens on a channel of
+-- its own, {KEY}:redlock:wake:ID, where releases name it when its turn comes. Its commands go through
 -- pcall: an ACL written before the queue existed refuses them, and the lock works as before
 -- (every release then wakes every waiter).
 local function queue(join)
   if not waiter or ARGV[4] == '' then
-    return
+    return 0
   end
   local prefix = string.sub(ARGV[4], 1, -5)
   local waiters, alive = prefix .. 'waiters', prefix .. 'waiter:' .. waiter
   if not join then
+    -- Taken: the waiters next in line, who may have been named by the release, go back to sleep.
     redis.pcall('ZREM', waiters, waiter)
     redis.pcall('DEL', alive)
-    return
+    local next = redis.pcall('ZRANGE', waiters, 0, 1)
+    if type(next) == 'table' and not next.err then
+      for _, id in ipairs(next) do
+        redis.pcall('PUBLISH', ARGV[4] .. ':' .. id, 'acquired')
+      end
+    end
+    return 0
   end
   local last = redis.pcall('ZRANGE', waiters, -1, -1, 'WITHSCORES')
   local score = 1
   if type(last) == 'table' and last[2] then
     score = tonumber(last[2]) + 1
   end
-  redis.pcall('ZADD', waiters, 'NX', score, waiter)
-  redis.pcall('PEXPIRE', waiters, heartbeat)
-  redis.pcall('SET', alive, '1', 'PX', heartbeat)
+  -- Joined only when everything the queue needs is allowed, the release's commands and the
+  -- waiter's own channel included: a waiter that listens there alone must be named when its turn
+  -- comes, or it would not hear the release at all.
+  local answers = {last, redis.pcall('ZADD', waiters, 'NX', score, waiter), redis.pcall('PEXPIRE', waiters, heartbeat),
+                   redis.pcall('SET', alive, '1', 'PX', heartbeat), redis.pcall('EXISTS', alive),
+                   redis.pcall('ZREM', waiters, ''), redis.pcall('PUBLISH', ARGV[4] .. ':' .. waiter, 'queued')}
+  for _, answer in ipairs(answers) do
+    if type(answer) == 'table' and answer.err then
+      return 0
+    end
+  end
+  return 1
 end
 
 -- The fencing counter goes up by one; where there is none (a new NAME, or one unused for its whole
@@ -93,5 +111,5 @@ end
 if record_kind == 'string' then
   record = redis.call('GET', KEYS[3])
 end
-queue(true)
-return {0, 0, redis.call('PTTL', KEYS[1]), kind, announces, record}
+local joined = queue(true)
+return {0, 0, redis.call('PTTL', KEYS[1]), kind, announces, record, joined}

@@ -5,11 +5,13 @@
 -- ARGV[2] ('' for none) are woken and told how many they are: ARGV[4] is 'released' (a holder let
 -- go) or 'retracted' (an attempt without a quorum gave back what it took). Returns the number of
 -- lock keys deleted (0 or 1), or -1.
--- A release names the first two live waiters of the lock's queue (see acquire.lua) after the count,
--- "released N ID1 ID2": the first tries at once, the second a little later in case the first does
--- not answer, the others stay asleep. Waiters whose heartbeat is gone are dropped from the queue on
--- the way. With no live waiter queued (other clients' waiters, an ACL without the queue's
--- commands), the message names nobody and every waiter tries, as before the queue.
+-- The message also goes to the first two live waiters of the lock's queue (see acquire.lua), each
+-- on a channel of its own, ARGV[2] .. ':' .. ID, and names them after the count, "released N ID1
+-- ID2": the first tries at once, the second a little later in case the first does not answer; the
+-- other queued waiters hear nothing (a crowd woken for nothing costs the servers and the CPUs).
+-- Waiters whose heartbeat is gone are dropped from the queue on the way. N counts the subscribers
+-- of ARGV[2] alone (waiters that do not queue). The queue's commands go through pcall, as in
+-- acquire.lua.
 
 -- The first live waiters (at most WANTED) of the queue beside CHANNEL, dead ones removed.
 local function live_waiters(channel, wanted)
@@ -47,14 +49,15 @@ end
 if deleted == 1 then
   redis.call('DEL', KEYS[2])
   if ARGV[2] ~= '' then
-    local waiting = redis.call('PUBSUB', 'NUMSUB', ARGV[2])[2]
-    local message = ARGV[4] .. ' ' .. waiting
-    if ARGV[4] == 'released' then
-      for _, id in ipairs(live_waiters(ARGV[2], 2)) do
-        message = message .. ' ' .. id
-      end
+    local named = live_waiters(ARGV[2], 2)
+    local message = ARGV[4] .. ' ' .. redis.call('PUBSUB', 'NUMSUB', ARGV[2])[2]
+    for _, id in ipairs(named) do
+      message = message .. ' ' .. id
     end
     redis.call('PUBLISH', ARGV[2], message)
+    for _, id in ipairs(named) do
+      redis.pcall('PUBLISH', ARGV[2] .. ':' .. id, message)
+    end
   end
 end
 return deleted
