@@ -53,7 +53,8 @@ SemaphoreKeys derive_semaphore_keys(const std::string& key, std::size_t limit) {
 }
 
 bool is_helper_key(const std::string& key) {
-  for (const char* suffix : {":redlock:fence", ":redlock:owner", ":redlock:wake", ":redlock:limit", ":redlock:waiters"}) {
+  for (const char* suffix :
+       {":redlock:fence", ":redlock:owner", ":redlock:wake", ":redlock:limit", ":redlock:waiters"}) {
     if (ends_with(key, suffix)) return true;
   }
   // A waiter's heartbeat key: ":redlock:waiter:" and hex digits.

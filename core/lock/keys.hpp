@@ -37,8 +37,9 @@ struct SemaphoreKeys {
 SemaphoreKeys derive_semaphore_keys(const std::string& key, std::size_t limit);
 
 // Whether KEY ends as a helper key does (":redlock:fence", ":redlock:owner", ":redlock:wake",
-// ":redlock:limit", ":redlock:waiters", ":redlock:slot:" and digits, ":redlock:waiter:" and hex digits): a lock of that name could be another lock's helper
-// key or a semaphore's slot, and be overwritten by its owner record or share its holders.
+// ":redlock:limit", ":redlock:waiters", ":redlock:slot:" and digits, ":redlock:waiter:" and hex
+// digits): a lock of that name could be another lock's helper key or a semaphore's slot, and be
+// overwritten by its owner record or share its holders.
 bool is_helper_key(const std::string& key);
 
 // The lock a helper key belongs to: KEY is "{LOCK}:redlock:WORD" (or "LOCK:redlock:WORD" for a

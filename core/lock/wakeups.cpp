@@ -132,8 +132,9 @@ void Wakeups::observe(const std::vector<std::optional<Duration>>& latencies) {
 
 void Wakeups::subscribe(TimePoint settle_by, const std::function<bool()>& interrupted) {
   subscribing_ = true;
-  network_.subscribe(state_->queued ? state_->queued->channel : channel_,
-                     [state = state_, this](std::size_t, std::string_view message) {
+  // A queued waiter listens on its own channel alone: the releases that are not its turn stay unheard.
+  const std::string& channel = state_->queued ? state_->queued->channel : channel_;
+  network_.subscribe(channel, [state = state_, this](std::size_t, std::string_view message) {
     if (state->active) state->on(parse_wake_message(message), network_.now(), reliable());
   });
   network_.run_until([&] { return reliable() || interrupted(); }, std::min(state_->deadline, settle_by));
@@ -168,7 +169,8 @@ void Wakeups::beat() {
   if (!s.queued || now < s.heartbeat_due) return;
   // Plain commands, no script: a waiter's heartbeat must cost the servers little. PEXPIRE never
   // brings back a waiter a release has dropped from the queue: its next attempt joins it again.
-  const std::string ms = std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(s.queued->heartbeat).count());
+  const std::string ms =
+      std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(s.queued->heartbeat).count());
   for (std::size_t i = 0; i < network_.size(); ++i) {
     network_.send(i, Request::command({"PEXPIRE", s.queued->alive_key, ms}), [](Result) {});
     network_.send(i, Request::command({"PEXPIRE", s.queued->queue_key, ms}), [](Result) {});
