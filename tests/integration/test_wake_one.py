@@ -43,10 +43,12 @@ class WakeOne(ClusterTest):
                      min(self.attempts()) >= 2 * (i + 1), timeout=10,
                      what="waiter %d to queue, subscribe and make its attempts" % i)
             time.sleep(0.1)  # its attempt on the subscriptions confirmed after the wait for a quorum of them
-        # Asleep: no attempt for half a second (the slow fallback poll is 20 s away).
-        for _ in range(20):
+        # Asleep: no attempt for 1.5 s (the slow fallback poll is 20 s away; a subscription that did
+        # not answer within a second, on a loaded machine, is made again a second later, and its
+        # confirmation brings an attempt, in case a release went unheard meanwhile).
+        for _ in range(10):
             before = self.attempts()
-            time.sleep(0.5)
+            time.sleep(1.5)
             if self.attempts() == before:
                 break
         return procs
@@ -86,8 +88,11 @@ class WakeOne(ClusterTest):
         # The first to arrive is the one woken.
         self.assertIs(done[0], procs[0])
         self.assertEqual(done[0].returncode, 0)
-        # Per server: the release and the one waiter's attempt (before the queue: one per waiter).
-        self.assertEqual(self.attempts(), [2] * len(self.cluster.servers), self.stats())
+        # Per server: the release and the one waiter's attempt (before the queue: one per waiter,
+        # 11 or more); on a loaded machine, a stray attempt of a re-made subscription or two.
+        attempts = self.attempts()
+        self.assertGreaterEqual(min(attempts), 2, self.stats())
+        self.assertLessEqual(max(attempts), 4, self.stats())
         # The one that took the lock left the queue; the nine others are still in it.
         self.assertEqual(self.queued(), 9)
 
