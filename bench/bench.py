@@ -4,7 +4,7 @@ run) as a Markdown table on stdout and a JSON file.
 
     bench.py [--quick] [--json PATH] [--rows ROW,ROW...] [-v]
 
-Rows: cycle, run, frozen, scale, handoff, handoff-node, waiter, contention, load, rss, startup
+Rows: cycle, semaphore, run, frozen, scale, handoff, handoff-node, waiter, wake-one, contention, load, rss, startup
 (default: all, in that order). Every server is a redis-server started here on a loopback port and killed by its process id
 at the end; every loop is bounded in count and time. Timing targets are reported, never asserted:
 the exit status is 0 when every row was measured (met or not), 1 when a row could not be measured,
@@ -38,10 +38,11 @@ sys.path.insert(0, HERE)
 
 from cluster import Cluster, die_with_parent  # noqa: E402
 
-ROWS = ["cycle", "semaphore", "run", "frozen", "scale", "handoff", "handoff-node", "waiter", "contention", "load", "rss", "startup"]
+ROWS = ["cycle", "semaphore", "run", "frozen", "scale", "handoff", "handoff-node", "waiter", "wake-one", "contention", "load",
+        "rss", "startup"]
 # What rows need besides redis-server and the binary, when it is not every reference: run alone,
 # they check for nothing else ("node": node with node-redlock and ioredis installed).
-NEEDS = {"load": (), "handoff-node": ("node",), "waiter": ("node",)}
+NEEDS = {"load": (), "handoff-node": ("node",), "waiter": ("node",), "wake-one": ()}
 SKIP = 77
 
 # What a shell script using redis-cli would send to release: compare-and-delete.
@@ -611,6 +612,78 @@ class Bench:
                                "auto-extension (5.0.0-beta.2), alternately; %d held past their TTL"
                                % sum(s["past_ttl"] for s in samples)},
                       None, "worst < 1 s", worst < 1000.0)
+
+    def _wake_one_window(self, c5, waiters, warm, window):
+        """WAITERS processes looping `run -w 60s --ttl 5s bench-wake -- true` on 5 servers: after WARM
+        seconds, what WINDOW seconds cost each server (INFO after CONFIG RESETSTAT) and how many
+        hand-offs they made (the fencing counter's rise: one per acquisition)."""
+        name = "bench-wake"
+        one = "%s -S %s run -w 60s --ttl 5s %s -- true" % (shlex.quote(self.bin), c5.spec(), name)
+        ps = [self.spawn(["sh", "-c", "while :; do %s; done" % one], start_new_session=True) for _ in range(waiters)]
+        try:
+            time.sleep(warm)
+            clients = [s.client() for s in c5.servers]
+            fences = []
+            for c in clients:
+                c.config_resetstat()
+                fences.append(int(c.get("{%s}:redlock:fence" % name) or 0))
+            t0 = time.monotonic()
+            time.sleep(window)
+            stats = [(c.info("commandstats"), c.info("stats"), int(c.get("{%s}:redlock:fence" % name) or 0))
+                     for c in clients]
+            elapsed = time.monotonic() - t0
+            for c in clients:
+                c.close()
+        finally:
+            for p in ps:
+                self.kill(p)
+                if p in self.procs:
+                    self.procs.remove(p)
+        handoffs = max(after - before for (_, _, after), before in zip(stats, fences))
+        scripts = [sum(cs.get("cmdstat_" + k, {}).get("calls", 0) for k in ("evalsha", "eval", "fcall"))
+                   for cs, _, _ in stats]
+        # Every command the server ran, the scripts' own inside them included, less our two INFOs.
+        commands = [st["total_commands_processed"] - 2 for _, st, _ in stats]
+        return {"waiters": waiters, "window_s": elapsed, "handoffs": handoffs,
+                "cycles_per_s": handoffs / elapsed,
+                "script_calls_per_handoff": max(scripts) / handoffs if handoffs else None,
+                "script_calls_per_handoff_by_server": [x / handoffs if handoffs else None for x in scripts],
+                "commands_per_handoff": max(commands) / handoffs if handoffs else None}
+
+    def row_wake_one(self):
+        """A release wakes one waiter, not all: script calls per hand-off on each server and cycles
+        per second as the waiters grow, with processes looping `run -w` on one name."""
+        c5 = self.cluster(5)
+        counts, warm, window = ((2, 10), 1.0, 2.0) if self.quick else ((2, 50, 100), 3.0, 10.0)
+        runs = {n: self._wake_one_window(c5, n, warm, window) for n in counts}
+        base, most = runs[counts[0]], counts[-1]
+        mid = 50 if 50 in runs else most
+        m = runs[mid]
+        fmt = lambda v: "—" if v is None else "%.2f" % v  # noqa: E731
+        self.line("wake-one", "script calls (EVALSHA/EVAL/FCALL) per hand-off on each server (the most of the 5), "
+                  "%d processes looping `run -w 60s --ttl 5s NAME -- true`" % mid,
+                  dict(m, value=m["script_calls_per_handoff"], unit="calls",
+                       text="%s (%d hand-offs in %.0f s)" % (fmt(m["script_calls_per_handoff"]), m["handoffs"],
+                                                           m["window_s"])),
+                  dict(base, value=base["script_calls_per_handoff"], unit="calls",
+                       text="%s at %d processes" % (fmt(base["script_calls_per_handoff"]), counts[0])),
+                  None, "≤ 2.5 at 50",
+                  None if mid != 50 or m["script_calls_per_handoff"] is None else m["script_calls_per_handoff"] <= 2.5)
+        self.line("wake-one", "all commands a server runs per hand-off (the scripts' own inside them included), "
+                  "%d processes" % mid,
+                  dict(m, value=m["commands_per_handoff"], unit="commands", text=fmt(m["commands_per_handoff"])),
+                  dict(base, value=base["commands_per_handoff"], unit="commands",
+                       text="%s at %d processes" % (fmt(base["commands_per_handoff"]), counts[0])),
+                  None, "report", None)
+        for n in counts[1:]:
+            r = runs[n]
+            ratio = r["cycles_per_s"] / base["cycles_per_s"] if base["cycles_per_s"] else None
+            self.line("wake-one", "hand-offs per second, %d processes looping `run -w` on one name" % n,
+                      dict(r, value=r["cycles_per_s"], unit="/s", text="%.1f/s" % r["cycles_per_s"]),
+                      dict(base, value=base["cycles_per_s"], unit="/s",
+                           text="%.1f/s at %d processes" % (base["cycles_per_s"], counts[0])),
+                      ratio, "≥ 0.8× at 2" if n in (50, 100) else "report",
+                      None if n not in (50, 100) or ratio is None else ratio >= 0.8)
 
     def row_contention(self):
         c5 = self.cluster(5)

@@ -153,13 +153,14 @@ class Cluster:
         return total
 
     def numsub(self, channel):
-        """How many servers have at least one subscriber on CHANNEL."""
+        """How many servers have at least one listener for the wake-ups of CHANNEL: a subscriber of
+        CHANNEL itself, or a queued waiter on a channel of its own (CHANNEL:ID)."""
         n = 0
         for s in self.servers:
             if s.frozen:
                 continue
             with s.client() as c:
-                if c.pubsub_numsub(channel)[0][1] > 0:
+                if c.pubsub_numsub(channel)[0][1] > 0 or c.pubsub_channels(channel + ":*"):
                     n += 1
         return n
 

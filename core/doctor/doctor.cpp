@@ -823,8 +823,9 @@ Check check_acl(const std::vector<ServerFacts>& servers, const std::string& prob
                   plural(count_notes(c.notes, Verdict::Fail), "server", "servers") + " (" + where + ")";
       c.advice =
           "The lock's user needs EVALSHA and EVAL; GET, SET, INCR, PEXPIRE, PTTL, TYPE, DEL, TIME, PUBLISH "
-          "and PUBSUB (called by the scripts); SUBSCRIBE; SCAN for list; on the keys KEY, {KEY}:redlock:fence and "
-          "{KEY}:redlock:owner and the channel {KEY}:redlock:wake, for KEY = prefix + NAME.";
+          "and PUBSUB (called by the scripts), and ZADD, ZREM, ZRANGE and EXISTS for the waiters' queue; "
+          "SUBSCRIBE; SCAN for list; on the keys KEY and {KEY}:redlock:* and the channels {KEY}:redlock:wake*, "
+          "for KEY = prefix + NAME.";
   }
   return c;
 }

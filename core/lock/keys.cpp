@@ -30,7 +30,13 @@ constexpr std::string_view kSlotInfix = ":redlock:slot:";
 
 LockKeys derive_keys(const std::string& key) {
   const std::string base = helper_base(key);
-  return LockKeys{key, base + ":redlock:fence", base + ":redlock:owner", base + ":redlock:wake"};
+  return LockKeys{key, base + ":redlock:fence", base + ":redlock:owner", base + ":redlock:wake",
+                  base + ":redlock:waiters"};
+}
+
+std::string waiter_key(const LockKeys& keys, const std::string& id) {
+  // The release script finds it from the channel's name the same way (see release.lua).
+  return keys.channel.substr(0, keys.channel.size() - std::string_view("wake").size()) + "waiter:" + id;
 }
 
 SemaphoreKeys derive_semaphore_keys(const std::string& key, std::size_t limit) {
@@ -40,14 +46,22 @@ SemaphoreKeys derive_semaphore_keys(const std::string& key, std::size_t limit) {
     // The slot key has the tag already, so its own helper keys share it.
     LockKeys slot = derive_keys(base + std::string(kSlotInfix) + std::to_string(i));
     slot.channel = keys.channel;
+    slot.waiters = derive_keys(key).waiters;
     keys.slots.push_back(std::move(slot));
   }
   return keys;
 }
 
 bool is_helper_key(const std::string& key) {
-  for (const char* suffix : {":redlock:fence", ":redlock:owner", ":redlock:wake", ":redlock:limit"}) {
+  for (const char* suffix :
+       {":redlock:fence", ":redlock:owner", ":redlock:wake", ":redlock:limit", ":redlock:waiters"}) {
     if (ends_with(key, suffix)) return true;
+  }
+  // A waiter's heartbeat key: ":redlock:waiter:" and hex digits.
+  const auto hex = key.find_last_not_of("0123456789abcdef");
+  if (hex != std::string::npos && hex + 1 < key.size() &&
+      ends_with(std::string_view(key).substr(0, hex + 1), ":redlock:waiter:")) {
+    return true;
   }
   const auto digits = key.find_last_not_of("0123456789");
   return digits != std::string::npos && digits + 1 < key.size() &&

@@ -15,7 +15,11 @@ struct LockKeys {
   std::string fence;    // the fencing counter: expires after --fence-ttl without an acquisition
   std::string owner;    // who holds it and since when: same expiry as the lock
   std::string channel;  // wake-up messages on release and acquisition
+  std::string waiters;  // the waiters' queue: a sorted set of waiter ids by arrival
 };
+
+// The heartbeat key of waiter ID in the queue of KEYS: while it lives, the waiter is alive.
+std::string waiter_key(const LockKeys& keys, const std::string& id);
 
 LockKeys derive_keys(const std::string& key);
 
@@ -33,8 +37,9 @@ struct SemaphoreKeys {
 SemaphoreKeys derive_semaphore_keys(const std::string& key, std::size_t limit);
 
 // Whether KEY ends as a helper key does (":redlock:fence", ":redlock:owner", ":redlock:wake",
-// ":redlock:limit", ":redlock:slot:" and digits): a lock of that name could be another lock's helper
-// key or a semaphore's slot, and be overwritten by its owner record or share its holders.
+// ":redlock:limit", ":redlock:waiters", ":redlock:slot:" and digits, ":redlock:waiter:" and hex
+// digits): a lock of that name could be another lock's helper key or a semaphore's slot, and be
+// overwritten by its owner record or share its holders.
 bool is_helper_key(const std::string& key);
 
 // The lock a helper key belongs to: KEY is "{LOCK}:redlock:WORD" (or "LOCK:redlock:WORD" for a

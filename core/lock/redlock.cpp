@@ -57,6 +57,7 @@ struct Vote {
   std::int64_t pttl = -2;
   bool announces = false;             // busy: the holder keeps an owner record (a redlock holder)
   std::optional<std::string> record;  // busy: the holder's owner record
+  bool joined = false;                // busy: the caller joined the queue of waiters
   ServerReport report;
 };
 
@@ -82,6 +83,7 @@ Vote read_vote(const Network& network, std::size_t server, const std::optional<R
   v.pttl = *pttl;
   v.announces = reply.elements.size() > 4 && reply.elements[4].as_integer().value_or(0) == 1;
   if (reply.elements.size() > 5 && reply.elements[5].type == Reply::Type::String) v.record = reply.elements[5].str;
+  v.joined = reply.elements.size() > 6 && reply.elements[6].as_integer().value_or(0) == 1;
   if (*state == 1 || *state == 2) {
     v.kind = Vote::Kind::Yes;
     v.report = answer_report(network, server, *r, *state == 1 ? Answer::Locked : Answer::Reacquired, true);
@@ -525,7 +527,8 @@ struct Redlock::Votes {
 AcquireResult Redlock::attempt(const LockSpec& spec) {
   const std::string owner = owner_record(spec.owner, spec.ttl);
   // Both expiries in one argument: see acquire.lua.
-  const std::string ttls = ms_count(spec.ttl) + " " + ms_count(spec.fence_ttl);
+  std::string ttls = ms_count(spec.ttl) + " " + ms_count(spec.fence_ttl);
+  if (!spec.waiter.empty()) ttls += " " + spec.waiter + " " + ms_count(spec.heartbeat);
   Round round(network_, [&](std::size_t) {
     Request r = Request::eval(kAcquireScript, {spec.keys.lock, spec.keys.fence, spec.keys.owner},
                               {spec.token, ttls, owner, spec.keys.channel});
@@ -577,6 +580,8 @@ Redlock::Votes Redlock::read_votes(const Round& round, AcquireResult& res) const
       votes.busy_pttl.push_back(v.pttl);
       votes.busy_records.push_back(v.record);
       res.holder_announces = res.holder_announces || v.announces;
+      ++res.busy_answers;
+      res.queued += v.joined ? 1 : 0;
     }
     votes.may_hold[i] = v.kind == Vote::Kind::Yes || !result ||
                         (v.kind == Vote::Kind::Failed && (result->ok() || unsure_whether_run(result->failure)));
@@ -660,12 +665,72 @@ void Redlock::release_taken(const LockSpec& spec, const std::vector<bool>& holds
       kNever);
 }
 
+namespace {
+
+// A waiter's place in the lock's queue on each server: taken by a busy answer, given back by the
+// answer that takes the lock there, and given back everywhere else on every way out of the wait
+// (exceptions included), without waiting for the answers. A place left behind anyway (a server
+// that did not answer) lapses with its heartbeat.
+class QueuePlace {
+ public:
+  QueuePlace(Network& network, QueuedWaiter waiter)
+      : network_(network), waiter_(std::move(waiter)), queued_(network.size(), false) {}
+  ~QueuePlace() {
+    try {
+      for (std::size_t i = 0; i < queued_.size(); ++i) {
+        if (!queued_[i]) continue;
+        network_.send(i, Request::command({"ZREM", waiter_.queue_key, waiter_.id}), [](Result) {});
+        network_.send(i, Request::command({"DEL", waiter_.alive_key}), [](Result) {});
+      }
+    } catch (...) {  // NOLINT(bugprone-empty-catch): a place left behind lapses with its heartbeat
+    }
+  }
+  QueuePlace(const QueuePlace&) = delete;
+  QueuePlace& operator=(const QueuePlace&) = delete;
+
+  void note(const AcquireResult& res) {
+    // An answer not waited for (or lost) may be a busy one that joined: after a failed attempt,
+    // assume it did. After the winning one, a minority that found the lock busy is left to lapse.
+    const bool won = res.outcome == AcquireOutcome::Acquired;
+    for (std::size_t i = 0; i < queued_.size() && i < res.servers.size(); ++i) {
+      const Answer a = res.servers[i].result;
+      if (a == Answer::Locked || a == Answer::Reacquired) {
+        queued_[i] = false;
+      } else if (a == Answer::Busy || (!won && (a == Answer::NotWaitedFor || a == Answer::Failed))) {
+        queued_[i] = true;
+      }
+    }
+  }
+  const QueuedWaiter& waiter() const { return waiter_; }
+
+ private:
+  Network& network_;
+  QueuedWaiter waiter_;
+  std::vector<bool> queued_;
+};
+
+}  // namespace
+
 AcquireResult Redlock::acquire(const LockSpec& spec, const WaitOptions& wait) {
-  return acquire_with(spec.keys.channel, spec.ttl, wait, [&] { return attempt(spec); });
+  if (!wait.wait) return acquire_with(spec.keys.channel, spec.ttl, wait, [&] { return attempt(spec); });
+  // Only a caller that waits queues: a single attempt has no turn to be woken for.
+  LockSpec queued = spec;
+  queued.waiter = make_token().substr(0, 16);
+  QueuePlace place(network_, QueuedWaiter{queued.waiter, spec.keys.channel + ":" + queued.waiter,
+                                          waiter_key(spec.keys, queued.waiter), spec.keys.waiters, spec.heartbeat});
+  return acquire_with(
+      spec.keys.channel, spec.ttl, wait,
+      [&] {
+        AcquireResult res = attempt(queued);
+        place.note(res);
+        return res;
+      },
+      false, &place.waiter());
 }
 
 AcquireResult Redlock::acquire_with(const std::string& channel, Duration ttl, const WaitOptions& wait,
-                                    const std::function<AcquireResult()>& attempt, bool many_holders) {
+                                    const std::function<AcquireResult()>& attempt, bool many_holders,
+                                    const QueuedWaiter* queued) {
   const TimePoint begin = network_.now();
   Wakeups wakeups(network_, channel, ttl, wait.retry_delay, seed_++, begin, wait.deadline);
   wakeups.set_many_holders(many_holders);
@@ -684,6 +749,9 @@ AcquireResult Redlock::acquire_with(const std::string& channel, Duration ttl, co
     // The spread unit follows how fast the servers answer now, busy answers included.
     wakeups.observe(answer_latencies(res.servers));
     if (!wakeups.subscribing()) {
+      // A waiter listens on a channel of its own only where every busy server queued it: one that
+      // could not (an ACL without the queue's commands) names nobody, and wakes everyone.
+      if (queued && res.busy_answers > 0 && res.queued == res.busy_answers) wakeups.set_queued(*queued);
       // Subscribe, then try once more at once: a release between our first attempt and the
       // subscription would otherwise go unheard.
       wakeups.subscribe(network_.now() + timeout_, interrupted);

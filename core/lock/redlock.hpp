@@ -12,6 +12,7 @@
 #include "core/lock/keys.hpp"
 #include "core/lock/quorum.hpp"
 #include "core/lock/round.hpp"
+#include "core/lock/wakeups.hpp"
 #include "core/net/network.hpp"
 
 namespace redlock {
@@ -80,6 +81,9 @@ struct Holder {
 // earlier fence as long as no two servers' clocks disagree by this much (see acquire.lua).
 inline constexpr Duration kDefaultFenceTtl = std::chrono::hours(24 * 30);
 inline constexpr Duration kMinFenceTtl = std::chrono::hours(1);
+// The expiry of a queued waiter's heartbeat: a waiter that dies in the queue is skipped by the
+// releases after at most this long.
+inline constexpr Duration kDefaultHeartbeat = std::chrono::seconds(3);
 
 struct LockSpec {
   LockKeys keys;
@@ -91,6 +95,11 @@ struct LockSpec {
   // An acquisition left with no more validity than this is given back at once (as one whose
   // validity ran out): `run` needs the time to stop its command before the lock can expire.
   Duration min_validity{};
+  // A caller that waits joins the lock's queue under this id when it finds the lock busy (empty:
+  // it does not), so that a release wakes it alone when its turn comes; the queue keeps it while
+  // its heartbeat, of this expiry, lives (see Wakeups).
+  std::string waiter;
+  Duration heartbeat = kDefaultHeartbeat;
 };
 
 struct AcquireResult;
@@ -125,6 +134,9 @@ struct AcquireResult {
   // Busy: the holder keeps an owner record, as redlock holders do, whose releases wake the waiters.
   // Other clients (node-redlock, redsync, redis-py) delete their key without a word.
   bool holder_announces = false;
+  // Busy: how many servers answered busy, and how many of them queued the caller as a waiter.
+  std::size_t busy_answers = 0;
+  std::size_t queued = 0;
   std::string message;  // why not, in words
 };
 
@@ -254,8 +266,10 @@ class Redlock {
   // is made until it acquires or the wait is over, woken by the messages on CHANNEL. TTL is the
   // guess of a holder's TTL. With MANY_HOLDERS, an "acquired" message does not send the waiters
   // back to sleep: another of the places may still be free.
+  // QUEUED: the waiter's place in the lock's queue, whose heartbeat the wait keeps alive.
   AcquireResult acquire_with(const std::string& channel, Duration ttl, const WaitOptions& wait,
-                             const std::function<AcquireResult()>& attempt, bool many_holders = false);
+                             const std::function<AcquireResult()>& attempt, bool many_holders = false,
+                             const QueuedWaiter* queued = nullptr);
   // Extends where the lock holds TOKEN and, with a quorum, puts it back where it is missing (see
   // ExtendRound::heal), waiting up to --timeout for those answers.
   ExtendResult extend(const LockKeys& keys, const std::string& token, Duration ttl, double drift, const Heal& heal = {},

@@ -52,6 +52,14 @@ TimePoint WaitPlan::on_released(TimePoint now, TimePoint planned, std::size_t wa
   return now + jittered(window, 0.0, std::max(0.5, 1.0 / (1.0 + age)));
 }
 
+TimePoint WaitPlan::on_named(TimePoint now, TimePoint planned, std::optional<std::size_t> place, Duration heartbeat,
+                             std::size_t waiters, Duration waited) {
+  if (place && *place == 0) return now;
+  if (place) return std::min(planned, now + jittered(retry_delay_, 1.0, 1.5));
+  // Every one named dead: the others try once a heartbeat has passed, spread as after a release.
+  return std::min(planned, on_released(now + heartbeat, kNever, waiters, waited + heartbeat));
+}
+
 TimePoint WaitPlan::on_retracted(TimePoint now, TimePoint planned) {
   return std::min(planned, now + jittered(retry_delay_, 0.5, 1.5));
 }

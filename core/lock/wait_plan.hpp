@@ -41,6 +41,13 @@ class WaitPlan {
   // A release was announced; WAITERS is how many are subscribed (ourselves included). A waiter
   // that has WAITED longer draws from a shorter window, so that nobody is passed over for long.
   TimePoint on_released(TimePoint now, TimePoint planned, std::size_t waiters, Duration waited);
+  // A release named the queue's first live waiters. PLACE is ours among them: 0 tries at once, the
+  // next after a jittered retry delay (in case the first does not answer: a dead waiter whose
+  // heartbeat has not expired yet); a waiter not named sleeps on, but no longer than one
+  // HEARTBEAT, in case every one named is dead (then spread as on_released spreads WAITERS). The
+  // one that takes the lock announces it, which sends the others back to sleep (on_acquired).
+  TimePoint on_named(TimePoint now, TimePoint planned, std::optional<std::size_t> place, Duration heartbeat,
+                     std::size_t waiters, Duration waited);
   // Another attempt gave back what it took (it had no quorum): try after a jittered retry delay.
   TimePoint on_retracted(TimePoint now, TimePoint planned);
   // Another waiter took the lock: back to sleep until its lock could expire if it never

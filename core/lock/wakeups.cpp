@@ -11,8 +11,15 @@ WakeEvent parse_wake_message(std::string_view message) {
   WakeEvent e;
   if (message.starts_with("released")) {
     e.kind = WakeEvent::Kind::Released;
-    auto digits = message.substr(std::min<std::size_t>(message.size(), 9));
-    std::from_chars(digits.data(), digits.data() + digits.size(), e.waiters);
+    auto rest = message.substr(std::min<std::size_t>(message.size(), 9));
+    auto [end, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), e.waiters);
+    rest.remove_prefix(static_cast<std::size_t>(end - rest.data()));
+    while (ec == std::errc() && !rest.empty() && rest.front() == ' ') {
+      rest.remove_prefix(1);
+      const auto word = rest.substr(0, rest.find(' '));
+      if (!word.empty()) e.named.emplace_back(word);
+      rest.remove_prefix(word.size());
+    }
   } else if (message.starts_with("retracted")) {
     e.kind = WakeEvent::Kind::Retracted;
   } else if (message == "acquired") {
@@ -32,9 +39,11 @@ struct Wakeups::State {
   Duration ttl{};
   // A release (or a retraction) announced while an attempt was out: the plan after that attempt
   // must not forget it.
-  std::optional<std::size_t> released_waiters;
+  std::optional<WakeEvent> released;
   bool retracted = false;
   bool many_holders = false;
+  std::optional<QueuedWaiter> queued;
+  TimePoint heartbeat_due = kNever;
   WaitPlan plan;
 
   State(Duration retry_delay, std::uint64_t seed) : plan(retry_delay, seed) {}
@@ -43,8 +52,8 @@ struct Wakeups::State {
     TimePoint planned = next;
     switch (e.kind) {
       case WakeEvent::Kind::Released:
-        released_waiters = e.waiters;
-        planned = plan.on_released(t, planned, e.waiters, t - begin);
+        released = e;
+        planned = on_released(e, t, planned);
         break;
       case WakeEvent::Kind::Retracted:
         retracted = true;
@@ -52,7 +61,7 @@ struct Wakeups::State {
         break;
       case WakeEvent::Kind::Acquired:
         if (many_holders) break;
-        released_waiters.reset();
+        released.reset();
         planned = plan.on_acquired(t, ttl, reliable);
         break;
       case WakeEvent::Kind::Subscribed:
@@ -65,6 +74,16 @@ struct Wakeups::State {
     // However a message moves the plan, the wait ends at its deadline: holders that come and go
     // without announcing a release must not keep a waiter past it.
     next = std::min(planned, deadline);
+  }
+
+  // A release that names waiters wakes a queued waiter as its place says; one that names none (or
+  // a semaphore's, where another slot may be free) wakes everyone, spread out.
+  TimePoint on_released(const WakeEvent& e, TimePoint t, TimePoint planned) {
+    if (!queued || many_holders || e.named.empty()) return plan.on_released(t, planned, e.waiters, t - begin);
+    const auto at = std::find(e.named.begin(), e.named.end(), queued->id);
+    std::optional<std::size_t> place;
+    if (at != e.named.end()) place = static_cast<std::size_t>(at - e.named.begin());
+    return plan.on_named(t, planned, place, queued->heartbeat, e.waiters, t - begin);
   }
 };
 
@@ -91,8 +110,12 @@ void Wakeups::set_many_holders(bool many) {
   state_->many_holders = many;
 }
 
+void Wakeups::set_queued(const QueuedWaiter& waiter) {
+  state_->queued = waiter;
+}
+
 void Wakeups::forget_heard() {
-  state_->released_waiters.reset();
+  state_->released.reset();
   state_->retracted = false;
 }
 
@@ -109,7 +132,9 @@ void Wakeups::observe(const std::vector<std::optional<Duration>>& latencies) {
 
 void Wakeups::subscribe(TimePoint settle_by, const std::function<bool()>& interrupted) {
   subscribing_ = true;
-  network_.subscribe(channel_, [state = state_, this](std::size_t, std::string_view message) {
+  // A queued waiter listens on its own channel alone: the releases that are not its turn stay unheard.
+  const std::string& channel = state_->queued ? state_->queued->channel : channel_;
+  network_.subscribe(channel, [state = state_, this](std::size_t, std::string_view message) {
     if (state->active) state->on(parse_wake_message(message), network_.now(), reliable());
   });
   network_.run_until([&] { return reliable() || interrupted(); }, std::min(state_->deadline, settle_by));
@@ -119,19 +144,38 @@ void Wakeups::subscribe(TimePoint settle_by, const std::function<bool()>& interr
 TimePoint Wakeups::plan(TimePoint now, bool split_vote, std::optional<Duration> holder_free_in, bool holder_announces) {
   State& s = *state_;
   TimePoint next = s.plan.after_attempt(now, split_vote, holder_free_in, reliable(), holder_announces);
-  if (s.released_waiters) next = s.plan.on_released(now, next, *s.released_waiters, now - s.begin);
+  if (s.released) next = s.on_released(*s.released, now, next);
   if (s.retracted) next = s.plan.on_retracted(now, next);
   s.next = std::min(next, s.deadline);
+  // The attempt just made refreshed the heartbeat (a busy answer re-joins the queue).
+  if (s.queued) s.heartbeat_due = now + s.queued->heartbeat / 3;
   return s.next;
 }
 
 bool Wakeups::sleep(const std::function<bool()>& interrupted) {
   // A wake-up message moves the plan, so wait again for the new one.
   while (!interrupted() && network_.now() < state_->next) {
+    beat();
     const TimePoint planned = state_->next;
-    network_.run_until([&] { return interrupted() || state_->next != planned; }, planned);
+    network_.run_until([&] { return interrupted() || state_->next != planned; },
+                       std::min(planned, state_->heartbeat_due));
   }
   return !interrupted();
+}
+
+void Wakeups::beat() {
+  State& s = *state_;
+  const TimePoint now = network_.now();
+  if (!s.queued || now < s.heartbeat_due) return;
+  // Plain commands, no script: a waiter's heartbeat must cost the servers little. PEXPIRE never
+  // brings back a waiter a release has dropped from the queue: its next attempt joins it again.
+  const std::string ms =
+      std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(s.queued->heartbeat).count());
+  for (std::size_t i = 0; i < network_.size(); ++i) {
+    network_.send(i, Request::command({"PEXPIRE", s.queued->alive_key, ms}), [](Result) {});
+    network_.send(i, Request::command({"PEXPIRE", s.queued->queue_key, ms}), [](Result) {});
+  }
+  s.heartbeat_due = now + s.queued->heartbeat / 3;
 }
 
 }  // namespace redlock

@@ -19,15 +19,29 @@
 namespace redlock {
 
 // A message on a lock's wake-up channel: "released N" (N waiters were subscribed where it was
-// released), "retracted" (an attempt without a quorum gave back what it took), "acquired", or the
+// released), followed by the ids of the queued waiters it wakes first, when it names any,
+// "retracted" (an attempt without a quorum gave back what it took), "acquired", or the
 // transport's own "subscribed" (a subscription is (re)confirmed). Anything else is Other.
 struct WakeEvent {
   enum class Kind { Released, Retracted, Acquired, Subscribed, Other };
   Kind kind = Kind::Other;
   std::size_t waiters = 1;  // Released: how many were waiting
+  // Released: the waiters it wakes, first to try first; empty: every waiter (no queue there).
+  std::vector<std::string> named;
 };
 
 WakeEvent parse_wake_message(std::string_view message);
+
+// A waiter in the lock's queue (see acquire.lua): its id, which the releases name, the channel of
+// its own it listens on instead of the lock's (a release wakes it alone, when its turn comes), and
+// the keys its heartbeat keeps alive while it waits.
+struct QueuedWaiter {
+  std::string id;
+  std::string channel;    // {KEY}:redlock:wake:ID
+  std::string alive_key;  // {KEY}:redlock:waiter:ID
+  std::string queue_key;  // {KEY}:redlock:waiters
+  Duration heartbeat{};   // the expiry the heartbeat sets, refreshed three times within it
+};
 
 class Wakeups {
  public:
@@ -41,6 +55,10 @@ class Wakeups {
   // A lock with several holders (a semaphore's slots): another's "acquired" does not send this
   // waiter back to sleep, since another place may still be free.
   void set_many_holders(bool many);
+  // A waiter in the lock's queue: it listens on its own channel, where only the releases that name
+  // it are heard, and its heartbeat is refreshed while it sleeps. If the two waiters a release
+  // names both died without taking the lock, the others try at their fallback poll.
+  void set_queued(const QueuedWaiter& waiter);
   // Before each attempt: what was heard during the last one is forgotten.
   void forget_heard();
   // The round trips of an attempt's answers (the median sets the spread of a hand-off).
@@ -57,6 +75,8 @@ class Wakeups {
  private:
   struct State;
   bool reliable() const;
+  // Refreshes the heartbeat when it is due (without waiting for the answers).
+  void beat();
 
   Network& network_;
   std::string channel_;

@@ -528,6 +528,13 @@ def script_calls(client):
     return calls
 
 
+def listeners(client, channel):
+    """How many listen for the wake-ups of CHANNEL on this server: its own subscribers (watch, a
+    semaphore's waiters) and the queued waiters, each on a channel of its own (CHANNEL:ID)."""
+    own = client.call("PUBSUB", "NUMSUB", channel)[1]
+    return own + len(client.call("PUBSUB", "CHANNELS", channel + ":*"))
+
+
 def wait_until_waiting(clients, channel, timeout=10.0):
     """Waits until a waiter is subscribed to CHANNEL on every server and has made its two attempts
     there (the first, and the one right after subscribing), so that it sleeps on its wake-ups.
@@ -537,7 +544,7 @@ def wait_until_waiting(clients, channel, timeout=10.0):
     def ready():
         cs = clients()
         try:
-            return all(c.call("PUBSUB", "NUMSUB", channel)[1] >= 1 and script_calls(c) >= 2 for c in cs)
+            return all(listeners(c, channel) >= 1 and script_calls(c) >= 2 for c in cs)
         finally:
             for c in cs:
                 c.close()

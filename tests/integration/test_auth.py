@@ -311,21 +311,23 @@ class AclUsers(Servers):
 # The least-privilege rule (README and redlock(1) document it), for --prefix locks:.
 LOCKER = "Pw-locker-0a6b3d95"
 RULE_COMMANDS = ["+evalsha", "+eval", "+get", "+set", "+incr", "+pexpire", "+pttl", "+type", "+del", "+time",
+                 "+zadd", "+zrem", "+zrange", "+exists",
                  "+publish", "+pubsub|numsub", "+subscribe", "+info", "+scan"]
 RULE_KEYS = ["~locks:*", "~{locks:*}:redlock:*"]
-RULE_CHANNELS = ["&{locks:*}:redlock:wake"]
+RULE_CHANNELS = ["&{locks:*}:redlock:wake*"]
 RULE = RULE_COMMANDS + RULE_KEYS + RULE_CHANNELS
 # What each part is needed for: the first of LeastPrivilege.STEPS that fails without it.
 NEEDED_FOR = {
     "+evalsha": "fresh", "+eval": "fresh", "+get": "fresh", "+set": "fresh", "+incr": "fresh", "+pexpire": "commands",
     "+pttl": "commands", "+type": "fresh", "+del": "fresh", "+time": "fence-expiry", "+publish": "fresh",
-    "+pubsub|numsub": "fresh", "+subscribe": "wake-up", "+info": "duplicate", "+scan": "list", "~locks:*": "fresh",
+    "+pubsub|numsub": "fresh", "+subscribe": "wake-up", "+zadd": "queue", "+zrem": "queue", "+zrange": "queue",
+    "+exists": "queue", "+info": "duplicate", "+scan": "list", "~locks:*": "fresh",
     "~{locks:*}:redlock:*": "fresh",
-    "&{locks:*}:redlock:wake": "fresh",
+    "&{locks:*}:redlock:wake*": "fresh",
 }
 # Only for what needs them: a URL that names a database, a NAME with a hash tag of its own.
 FOR_DATABASES = ["+select"]
-FOR_TAGGED_NAMES = ["&locks:*:redlock:wake"]
+FOR_TAGGED_NAMES = ["&locks:*:redlock:wake*"]
 
 
 class LeastPrivilege(unittest.TestCase):
@@ -444,6 +446,46 @@ class LeastPrivilege(unittest.TestCase):
             raise AssertionError("acquire -w took %.1fs after the release: not woken" % took)
         self.check(self.rl("release", "job", "--token", out.decode().strip()), 0, "release")
 
+    def step_queue(self):
+        """a waiter joins the queue on every server (ZADD), the release names it (ZRANGE, EXISTS) and
+        it leaves the queue once it has the lock (ZREM)."""
+        queue, channel = "{locks:job}:redlock:waiters", "{locks:job}:redlock:wake"
+        holder = self.rl("acquire", "job", "--ttl", "30s")
+        self.check(holder, 0, "acquire")
+        heard = []
+        for s in self.servers:
+            c = s.client()
+            self.addCleanup(c.close)
+            c.call("SUBSCRIBE", channel)
+            heard.append(c)
+        waiter = spawn(["--prefix", "locks:", "--timeout", "1s", "acquire", "job", "-w", "30s", "--retry-delay", "10s"],
+                       servers=",".join(self.urls), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            def sizes():
+                out = []
+                for s in self.servers:
+                    with s.client() as c:
+                        out.append(c.call("ZCARD", queue))
+                return out
+            try:
+                wait_for(lambda: sizes() == [1] * 3, timeout=3, what="the waiter to queue")
+            except AssertionError:
+                raise AssertionError("acquire -w: not queued on every server: %s" % sizes())
+            self.check(self.rl("release", "job", "--token", holder.stdout.strip()), 0, "release")
+            for c in heard:
+                message = c.read()[2].decode()
+                if not message.startswith("released") or len(message.split()) != 3:
+                    raise AssertionError("the release named no waiter: %r" % message)
+            out, err = waiter.communicate(timeout=15)
+        finally:
+            stop(waiter)
+        if waiter.returncode != 0:
+            raise AssertionError("acquire -w: exit %s: %s" % (waiter.returncode, err))
+        time.sleep(0.2)  # its leaving, sent without waiting
+        if sizes() != [0] * 3:
+            raise AssertionError("the waiter that took the lock is still queued: %s" % sizes())
+        self.check(self.rl("release", "job", "--token", out.decode().strip()), 0, "release")
+
     def step_run(self):
         """run renews while its command runs; a second run waits and takes over when the first ends.
         (How soon is step_wake_up's business: the second also polls at the first's expiry.)"""
@@ -501,7 +543,8 @@ class LeastPrivilege(unittest.TestCase):
             raise AssertionError("watch: exit %s: %r %r" % (watcher.returncode, out, err))
 
     STEPS = [("fresh", step_fresh), ("fence-expiry", step_fence_expiry), ("commands", step_commands),
-             ("duplicate", step_duplicate), ("wake-up", step_wake_up), ("run", step_run), ("list", step_list),
+             ("duplicate", step_duplicate), ("wake-up", step_wake_up), ("queue", step_queue), ("run", step_run),
+             ("list", step_list),
              ("watch", step_watch)]
 
     def first_failure(self):

@@ -12,7 +12,7 @@ import subprocess
 import sys
 import time
 
-from harness import ClusterTest, main, pid_alive, spawn, wait_for
+from harness import ClusterTest, listeners, main, pid_alive, spawn, wait_for
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fault"))
 from proxy import Proxy  # noqa: E402  (the fault suite's TCP proxy: a partition on loopback)
@@ -77,7 +77,7 @@ class Elect(ClusterTest):
         def subscribed():
             for s in self.cluster.servers:
                 with s.client() as c:
-                    if c.call("PUBSUB", "NUMSUB", "{svc}:redlock:wake")[1] < 1:
+                    if listeners(c, "{svc}:redlock:wake") < 1:
                         return False
             return True
         wait_for(subscribed, timeout=10, what="the standby to subscribe")

@@ -44,6 +44,8 @@ class FakeNetwork final : public Network {
     // The server's wall clock, as the distance from virtual time zero to the epoch: fencing
     // counters expire and restart from it. None: TIME is refused (counters from 1, never expiring).
     std::optional<Duration> wall;
+    // The waiters' queues (acquire.lua's sorted sets), by key, in arrival order.
+    std::map<std::string, std::vector<std::string>> queues;
   };
 
   explicit FakeNetwork(std::size_t n, Duration timeout = std::chrono::milliseconds(100)) : timeout_(timeout) {
@@ -258,8 +260,17 @@ class FakeNetwork final : public Network {
     auto ms = [](const std::string& text) { return std::chrono::milliseconds(std::stoll(text)); };
     if (name == "acquire") {
       const std::string &lock = a[1], &fence = a[2], &owner = a[3], &token = a[4], &owner_value = a[6], &channel = a[7];
-      // "TTL FENCE_TTL", as acquire.lua reads it.
-      const std::string ttl = a[5].substr(0, a[5].find(' ')), fence_ttl = a[5].substr(a[5].find(' ') + 1);
+      // "TTL FENCE_TTL[ WAITER HEARTBEAT]", as acquire.lua reads it.
+      const auto words = split(a[5]);
+      const std::string &ttl = words.at(0), &fence_ttl = words.at(1);
+      const std::string waiter = words.size() == 4 ? words[2] : "";
+      const std::string prefix = channel.empty() ? "" : channel.substr(0, channel.size() - 4);
+      auto leave = [&] {
+        if (waiter.empty() || channel.empty()) return;
+        auto& q = s.queues[prefix + "waiters"];
+        q.erase(std::remove(q.begin(), q.end(), waiter), q.end());
+        s.data.erase(prefix + "waiter:" + waiter);
+      };
       // As acquire.lua's bump: one more, or where there is none, the clock's second in microseconds.
       auto incr = [&] {
         std::int64_t c = counter(i, fence) + 1;
@@ -272,16 +283,24 @@ class FakeNetwork final : public Network {
         s.data[lock] = Entry{token, "string", now_ + ms(ttl)};
         if (!owner_value.empty()) s.data[owner] = Entry{owner_value, "string", now_ + ms(ttl)};
         if (!channel.empty()) publish(i, "acquired");
+        leave();
         r.reply =
             arr({Reply::number(1), Reply::number(incr()), Reply::number(0), Reply::status("string"), Reply::number(1)});
       } else if (e->type == "string" && e->value == token) {
         e->expires = now_ + ms(ttl);
+        leave();
         r.reply =
             arr({Reply::number(2), Reply::number(incr()), Reply::number(0), Reply::status("string"), Reply::number(1)});
       } else {
+        if (!waiter.empty() && !channel.empty()) {
+          auto& q = s.queues[prefix + "waiters"];
+          if (std::find(q.begin(), q.end(), waiter) == q.end()) q.push_back(waiter);
+          s.data[prefix + "waiter:" + waiter] = Entry{"1", "string", now_ + ms(words[3])};
+        }
         Entry* o = find(i, owner);
         r.reply = arr({Reply::number(0), Reply::number(0), Reply::number(pttl(i, lock)), Reply::status(e->type),
-                       Reply::number(o ? 1 : 0), o ? Reply::string(o->value) : Reply::nil()});
+                       Reply::number(o ? 1 : 0), o ? Reply::string(o->value) : Reply::nil(),
+                       Reply::number(!waiter.empty() && !channel.empty() ? 1 : 0)});
       }
     } else if (name == "release") {
       const std::string &lock = a[1], &owner = a[2], &token = a[3], &channel = a[4], &force = a[5], &word = a[6];
@@ -297,7 +316,7 @@ class FakeNetwork final : public Network {
         s.data.erase(lock);
         s.data.erase(owner);
         deleted = 1;
-        if (!channel.empty()) publish(i, word + " " + std::to_string(subscribed_ ? 1 : 0));
+        if (!channel.empty()) publish(i, word + " " + std::to_string(subscribed_ ? 1 : 0) + named(i, channel, word));
       }
       r.reply = Reply::number(deleted);
     } else if (name == "extend") {
@@ -343,6 +362,15 @@ class FakeNetwork final : public Network {
       r.reply = set ? Reply::status("OK") : Reply::nil();
     } else if (name == "DEL") {
       r.reply = Reply::number(static_cast<std::int64_t>(s.data.erase(a[1])));
+    } else if (name == "ZREM") {
+      auto& q = s.queues[a[1]];
+      const auto before = q.size();
+      q.erase(std::remove(q.begin(), q.end(), a[2]), q.end());
+      r.reply = Reply::number(static_cast<std::int64_t>(before - q.size()));
+    } else if (name == "PEXPIRE") {
+      Entry* e = find(i, a[1]);
+      if (e) e->expires = now_ + ms(a[2]);
+      r.reply = Reply::number(e || s.queues.count(a[1]) ? 1 : 0);
     } else if (name == "SCAN") {
       // Everything at once, and of MATCH only the end: the caller sorts out the rest.
       std::vector<Reply> keys;
@@ -359,6 +387,36 @@ class FakeNetwork final : public Network {
       r.error = "ERR unknown command";
     }
     return r;
+  }
+
+  static std::vector<std::string> split(const std::string& text) {
+    std::vector<std::string> words;
+    std::size_t at = 0;
+    while (at <= text.size()) {
+      const auto space = std::min(text.find(' ', at), text.size());
+      words.push_back(text.substr(at, space - at));
+      at = space + 1;
+    }
+    return words;
+  }
+
+  // What release.lua appends to "released N": the first two live waiters of the queue, the dead
+  // ones dropped on the way.
+  std::string named(std::size_t i, const std::string& channel, const std::string& word) {
+    if (word != "released") return "";
+    const std::string prefix = channel.substr(0, channel.size() - 4);
+    auto& q = servers[i].queues[prefix + "waiters"];
+    std::string out;
+    int found = 0;
+    for (auto it = q.begin(); it != q.end() && found < 2;) {
+      if (!find(i, prefix + "waiter:" + *it)) {
+        it = q.erase(it);
+        continue;
+      }
+      out += " " + *it++;
+      ++found;
+    }
+    return out;
   }
 
   // A semaphore's probe: the limit, then each slot's type, value, PTTL and owner record.

@@ -1,20 +1,68 @@
 -- Takes KEYS[1] for token ARGV[1] with expiry TTL ms when it is free (SET NX PX), or resets the
 -- expiry when it already holds ARGV[1]. Either way it raises the fencing counter KEYS[2] in the
 -- same step (see bump), so a quorum of equal answers is a fence already stored on a quorum.
--- ARGV[2] is "TTL FENCE_TTL": the lock's expiry and the fencing counter's (ms), which every bump
--- sets anew; one argument, since a server that asks for a password answers a request of more than
+-- ARGV[2] is "TTL FENCE_TTL[ WAITER HEARTBEAT]": the lock's expiry and the fencing counter's (ms),
+-- which every bump sets anew, and for a caller that waits, its waiter id and heartbeat (ms); one
+-- argument, since a server that asks for a password answers a request of more than
 -- ten words from a client that has not given one with a protocol error instead of NOAUTH.
 -- KEYS[3] is the owner record (ARGV[3], '' for none), ARGV[4] the wake-up channel ('' for none).
 -- Returns {state, fencing counter, holder's PTTL, type, announces[, holder's owner record]}: state 1
 -- taken, 2 already ours, 0 busy (then the counter is 0: a busy answer carries no fence; announces is
 -- 1 when the holder keeps an owner record, as redlock holders do: they announce their release; and
--- the record itself follows, false when there is none, so a busy answer can say who holds the lock).
+-- the record itself follows, false when there is none, so a busy answer can say who holds the lock;
+-- then 1 when the caller joined the queue of waiters, 0 when it did not, or could not: an ACL).
+-- A waiter joins the lock's queue when it finds the lock busy and leaves it when it takes the lock
+-- (see queue below); the queue only decides whom a release wakes, never who may take the lock.
 
 -- TIME is not deterministic: Redis before 5 refuses writes after it unless effects are replicated.
 if redis.replicate_commands then
   redis.replicate_commands()
 end
-local ttl, fence_ttl = string.match(ARGV[2], '^(%d+) (%d+)$')
+local ttl, fence_ttl, rest = string.match(ARGV[2], '^(%d+) (%d+)(.*)$')
+local waiter, heartbeat = string.match(rest, '^ (%x+) (%d+)$')
+
+-- The queue is {KEY}:redlock:waiters beside the channel {KEY}:redlock:wake (a sorted set of waiter
+-- ids, scored in arrival order on this server), and each waiter's heartbeat is
+-- {KEY}:redlock:waiter:ID, which the waiter keeps alive while it waits; it listens on a channel of
+-- its own, {KEY}:redlock:wake:ID, where releases name it when its turn comes. Its commands go through
+-- pcall: an ACL written before the queue existed refuses them, and the lock works as before
+-- (every release then wakes every waiter).
+local function queue(join)
+  if not waiter or ARGV[4] == '' then
+    return 0
+  end
+  local prefix = string.sub(ARGV[4], 1, -5)
+  local waiters, alive = prefix .. 'waiters', prefix .. 'waiter:' .. waiter
+  if not join then
+    -- Taken: the waiters next in line, who may have been named by the release, go back to sleep.
+    redis.pcall('ZREM', waiters, waiter)
+    redis.pcall('DEL', alive)
+    local next = redis.pcall('ZRANGE', waiters, 0, 1)
+    if type(next) == 'table' and not next.err then
+      for _, id in ipairs(next) do
+        redis.pcall('PUBLISH', ARGV[4] .. ':' .. id, 'acquired')
+      end
+    end
+    return 0
+  end
+  local last = redis.pcall('ZRANGE', waiters, -1, -1, 'WITHSCORES')
+  local score = 1
+  if type(last) == 'table' and last[2] then
+    score = tonumber(last[2]) + 1
+  end
+  -- Joined only when everything the queue needs is allowed, the release's commands and the
+  -- waiter's own channel included: a waiter that listens there alone must be named when its turn
+  -- comes, or it would not hear the release at all.
+  local answers = {last, redis.pcall('ZADD', waiters, 'NX', score, waiter), redis.pcall('PEXPIRE', waiters, heartbeat),
+                   redis.pcall('SET', alive, '1', 'PX', heartbeat), redis.pcall('EXISTS', alive),
+                   redis.pcall('ZREM', waiters, ''), redis.pcall('PUBLISH', ARGV[4] .. ':' .. waiter, 'queued')}
+  for _, answer in ipairs(answers) do
+    if type(answer) == 'table' and answer.err then
+      return 0
+    end
+  end
+  return 1
+end
 
 -- The fencing counter goes up by one; where there is none (a new NAME, or one unused for its whole
 -- expiry), it starts at the server's clock in microseconds, rounded down to the second. That start
@@ -42,6 +90,7 @@ if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ttl) then
   if ARGV[4] ~= '' then
     redis.call('PUBLISH', ARGV[4], 'acquired')
   end
+  queue(false)
   return {1, bump(), 0, 'string', 1}
 end
 local kind = redis.call('TYPE', KEYS[1])['ok']
@@ -50,6 +99,7 @@ if kind == 'string' and redis.call('GET', KEYS[1]) == ARGV[1] then
   if redis.call('PEXPIRE', KEYS[3], ttl) == 0 and ARGV[3] ~= '' then
     redis.call('SET', KEYS[3], ARGV[3], 'PX', ttl)
   end
+  queue(false)
   return {2, bump(), 0, kind, 1}
 end
 local record_kind = redis.call('TYPE', KEYS[3])['ok']
@@ -61,4 +111,5 @@ end
 if record_kind == 'string' then
   record = redis.call('GET', KEYS[3])
 end
-return {0, 0, redis.call('PTTL', KEYS[1]), kind, announces, record}
+local joined = queue(true)
+return {0, 0, redis.call('PTTL', KEYS[1]), kind, announces, record, joined}

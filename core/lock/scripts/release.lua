@@ -5,6 +5,36 @@
 -- ARGV[2] ('' for none) are woken and told how many they are: ARGV[4] is 'released' (a holder let
 -- go) or 'retracted' (an attempt without a quorum gave back what it took). Returns the number of
 -- lock keys deleted (0 or 1), or -1.
+-- The message also goes to the first two live waiters of the lock's queue (see acquire.lua), each
+-- on a channel of its own, ARGV[2] .. ':' .. ID, and names them after the count, "released N ID1
+-- ID2": the first tries at once, the second a little later in case the first does not answer; the
+-- other queued waiters hear nothing (a crowd woken for nothing costs the servers and the CPUs).
+-- Waiters whose heartbeat is gone are dropped from the queue on the way. N counts the subscribers
+-- of ARGV[2] alone (waiters that do not queue). The queue's commands go through pcall, as in
+-- acquire.lua.
+
+-- The first live waiters (at most WANTED) of the queue beside CHANNEL, dead ones removed.
+local function live_waiters(channel, wanted)
+  local prefix = string.sub(channel, 1, -5)
+  local waiters = prefix .. 'waiters'
+  local ids = redis.pcall('ZRANGE', waiters, 0, 15)
+  local named = {}
+  if type(ids) ~= 'table' or ids.err then
+    return named
+  end
+  for _, id in ipairs(ids) do
+    if redis.pcall('EXISTS', prefix .. 'waiter:' .. id) == 1 then
+      named[#named + 1] = id
+      if #named == wanted then
+        break
+      end
+    else
+      redis.pcall('ZREM', waiters, id)
+    end
+  end
+  return named
+end
+
 local deleted = 0
 local kind = redis.call('TYPE', KEYS[1])['ok']
 if ARGV[3] == '1' then
@@ -19,8 +49,15 @@ end
 if deleted == 1 then
   redis.call('DEL', KEYS[2])
   if ARGV[2] ~= '' then
-    local waiting = redis.call('PUBSUB', 'NUMSUB', ARGV[2])[2]
-    redis.call('PUBLISH', ARGV[2], ARGV[4] .. ' ' .. waiting)
+    local named = live_waiters(ARGV[2], 2)
+    local message = ARGV[4] .. ' ' .. redis.call('PUBSUB', 'NUMSUB', ARGV[2])[2]
+    for _, id in ipairs(named) do
+      message = message .. ' ' .. id
+    end
+    redis.call('PUBLISH', ARGV[2], message)
+    for _, id in ipairs(named) do
+      redis.pcall('PUBLISH', ARGV[2] .. ':' .. id, message)
+    end
   end
 end
 return deleted

@@ -84,3 +84,16 @@ TEST_CASE("a semaphore's slots share the key's hash tag, wake on its channel, an
   }
   CHECK(redlock::helper_of(k.limit)->lock == "jobs");
 }
+
+TEST_CASE("the waiters' queue and heartbeats are helper keys: no lock can be named as one") {
+  const auto k = redlock::derive_keys("deploy");
+  CHECK(k.waiters == "{deploy}:redlock:waiters");
+  CHECK(redlock::waiter_key(k, "0a1b") == "{deploy}:redlock:waiter:0a1b");
+  CHECK(redlock::waiter_key(redlock::derive_keys("jobs:{eu}"), "ff") == "jobs:{eu}:redlock:waiter:ff");
+  CHECK(redlock::is_helper_key("{deploy}:redlock:waiters"));
+  CHECK(redlock::is_helper_key("{deploy}:redlock:waiter:0a1b"));
+  CHECK(!redlock::is_helper_key("{deploy}:redlock:waiter:"));
+  CHECK(!redlock::is_helper_key("{deploy}:redlock:waiter:night"));
+  // A semaphore's slots queue on the semaphore's own queue, as they wake on its channel.
+  CHECK(redlock::derive_semaphore_keys("jobs", 2).slots[1].waiters == "{jobs}:redlock:waiters");
+}

@@ -856,3 +856,63 @@ TEST_CASE("status: fewer than a quorum answered is unknown, whatever the others 
   for (std::size_t i : Ids{0, 1}) net.servers[i].down = true;
   CHECK(lock.status(derive_keys("job")).state == LockState::Unknown);
 }
+
+TEST_CASE("a waiter joins the lock's queue while it waits and leaves it on every way out") {
+  FakeNetwork net(3);
+  Redlock lock(net);
+  auto queue_of = [&](std::size_t i) { return net.servers[i].queues["{job}:redlock:waiters"]; };
+  SUBCASE("a single attempt does not queue") {
+    held_by_redlock(net, 5s);
+    CHECK(lock.acquire(spec(), no_wait()).outcome == AcquireOutcome::Busy);
+    for (std::size_t i = 0; i < 3; ++i) CHECK(queue_of(i).empty());
+  }
+  SUBCASE("queued while busy; gone from every queue once it took the lock") {
+    held_by_redlock(net, 5s);
+    std::vector<std::string> seen;
+    net.at(net.now() + 500ms, [&] {
+      seen = queue_of(0);
+      net.release_everywhere("job", "{job}:redlock:wake");
+    });
+    auto r = lock.acquire(spec(), wait_for(net, 10s));
+    REQUIRE(r.outcome == AcquireOutcome::Acquired);
+    REQUIRE(seen.size() == 1);
+    CHECK(seen[0].size() == 16);
+    net.advance(10ms);
+    for (std::size_t i = 0; i < 3; ++i) {
+      CHECK(queue_of(i).empty());
+      CHECK(!net.value(i, "{job}:redlock:waiter:" + seen[0]));
+    }
+  }
+  SUBCASE("given up at its deadline: its place is given back, not left to lapse") {
+    held_by_redlock(net, 30s);
+    auto r = lock.acquire(spec(), wait_for(net, 2s));
+    CHECK(r.outcome == AcquireOutcome::TimedOut);
+    net.advance(10ms);
+    for (std::size_t i = 0; i < 3; ++i) CHECK(queue_of(i).empty());
+  }
+  SUBCASE("its heartbeat keeps it alive past the heartbeat's expiry") {
+    held_by_redlock(net, 30s);
+    std::string id;
+    bool alive = false;
+    net.at(net.now() + 8s, [&] {
+      id = queue_of(0).at(0);
+      alive = net.value(0, "{job}:redlock:waiter:" + id).has_value();
+    });
+    lock.acquire(spec(), wait_for(net, 9s));
+    CHECK(alive);
+  }
+}
+
+TEST_CASE("a release names the queue's first two live waiters, dropping the dead ones") {
+  FakeNetwork net(1);
+  Redlock lock(net);
+  auto& queue = net.servers[0].queues["{job}:redlock:waiters"];
+  queue = {"dead", "a1", "b2", "c3"};
+  net.set(0, "{job}:redlock:waiter:a1", "1", 3s);
+  net.set(0, "{job}:redlock:waiter:b2", "1", 3s);
+  net.set(0, "{job}:redlock:waiter:c3", "1", 3s);
+  REQUIRE(lock.acquire(spec(), no_wait()).outcome == AcquireOutcome::Acquired);
+  CHECK(lock.release(derive_keys("job"), "tok", false).released);
+  CHECK(net.servers[0].announced.back() == "released 0 a1 b2");
+  CHECK(queue == std::vector<std::string>{"a1", "b2", "c3"});
+}

@@ -139,3 +139,21 @@ TEST_CASE("the spread unit is the shortest round trip of the wait: one slow answ
   plan.observe_round_trip(10us);
   CHECK(plan.slot() == 300us);  // never below what a process needs to wake up and send
 }
+
+TEST_CASE("a release that names queued waiters: the first at once, the second later, the rest sleep on") {
+  WaitPlan p(200ms, 7);
+  const TimePoint now = TimePoint(1h);
+  const TimePoint slow = now + 4s;
+  CHECK(p.on_named(now, slow, 0, 3s, 9, 1s) == now);
+  for (int i = 0; i < 100; ++i) {
+    const TimePoint second = p.on_named(now, slow, 1, 3s, 9, 1s);
+    CHECK(second >= now + 200ms);
+    CHECK(second <= now + 300ms);
+    // Not named: no attempt before the heartbeat could have expired, in case every one named is dead.
+    const TimePoint other = p.on_named(now, slow, std::nullopt, 3s, 9, 1s);
+    CHECK(other >= now + 3s);
+    CHECK(other <= slow);
+    // An attempt already planned sooner is kept.
+    CHECK(p.on_named(now, now + 50ms, std::nullopt, 3s, 9, 1s) == now + 50ms);
+  }
+}

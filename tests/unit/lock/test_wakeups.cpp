@@ -43,3 +43,64 @@ TEST_CASE("the subscription ends with the wait, on every path out of it") {
   CHECK(net.unsubscribes == 1);
   CHECK(net.subscribed() == 0);
 }
+
+TEST_CASE("a release message names the queued waiters it wakes, in order") {
+  const WakeEvent e = parse_wake_message("released 12 3f9a 77b0");
+  CHECK(e.kind == WakeEvent::Kind::Released);
+  CHECK(e.waiters == 12);
+  CHECK(e.named == std::vector<std::string>{"3f9a", "77b0"});
+  CHECK(parse_wake_message("released 12").named.empty());
+  CHECK(parse_wake_message("released 2 ").named.empty());
+  CHECK(parse_wake_message("released").named.empty());
+}
+
+namespace {
+
+// A queued waiter's sleep after a busy attempt, with MESSAGE announced by every server 50 ms in:
+// how long it slept, and how many heartbeats it sent.
+struct Slept {
+  Duration slept;
+  std::size_t heartbeats;
+};
+
+Slept sleep_through(const std::string& message, bool many_holders = false) {
+  FakeNetwork net(3);
+  Wakeups wakeups(net, "{job}:redlock:wake", 30s, 200ms, 1, net.now(), kNever);
+  wakeups.set_many_holders(many_holders);
+  wakeups.set_queued(
+      QueuedWaiter{"aa11", "{job}:redlock:wake:aa11", "{job}:redlock:waiter:aa11", "{job}:redlock:waiters", 3s});
+  wakeups.subscribe(net.now() + 100ms, [] { return false; });
+  net.advance(10ms);  // every server's confirmation in
+  const TimePoint from = net.now();
+  wakeups.plan(from, false, std::nullopt, true);
+  net.at(from + 50ms, [&] { net.announce_everywhere(message); });
+  const std::size_t sent = net.requests_sent();
+  CHECK(wakeups.sleep([] { return false; }));
+  return Slept{net.now() - from, net.requests_sent() - sent};
+}
+
+}  // namespace
+
+TEST_CASE("a queued waiter wakes for its turn only") {
+  SUBCASE("named first: at once") {
+    CHECK(sleep_through("released 9 aa11 bb22").slept < 60ms);
+  }
+  SUBCASE("named second: after a retry delay, in case the first does not answer") {
+    const Duration d = sleep_through("released 9 bb22 aa11").slept;
+    CHECK(d >= 250ms);
+    CHECK(d <= 400ms);
+  }
+  SUBCASE("not named: not before its heartbeat could have lapsed, with heartbeats meanwhile") {
+    const Slept s = sleep_through("released 9 bb22 cc33");
+    CHECK(s.slept >= 3s);
+    // One PEXPIRE of the heartbeat and one of the queue to each of 3 servers, every second.
+    CHECK(s.heartbeats >= 6 * 3);
+    CHECK(s.heartbeats <= 6 * 5);
+  }
+  SUBCASE("a release that names nobody wakes everyone, as before the queue") {
+    CHECK(sleep_through("released 9").slept < 60ms);
+  }
+  SUBCASE("a semaphore's waiter is woken by any slot's release, named or not") {
+    CHECK(sleep_through("released 9 bb22", true).slept < 60ms);
+  }
+}

@@ -1,0 +1,131 @@
+"""Wake one waiter, not all: waiters queue on every server in arrival order, a release names the
+first live ones on channels of their own, and only they try; a waiter killed in the queue is
+skipped once its heartbeat lapses (3 s), and until then the one named after it takes over."""
+
+import signal
+import subprocess
+import time
+
+from harness import ClusterTest, listeners, main, spawn, wait_for
+
+QUEUE = "{job}:redlock:waiters"
+CHANNEL = "{job}:redlock:wake"
+HEARTBEAT = 3.0
+
+
+class WakeOne(ClusterTest):
+    def queued(self):
+        """The shortest queue among the servers (every server queues every waiter)."""
+        counts = []
+        for s in self.cluster.servers:
+            with s.client() as c:
+                counts.append(c.call("ZCARD", QUEUE))
+        return min(counts)
+
+    def subscribed(self):
+        counts = []
+        for s in self.cluster.servers:
+            with s.client() as c:
+                counts.append(listeners(c, CHANNEL))
+        return min(counts)
+
+    def waiters(self, n, *extra):
+        """N waiters, started one after another so that they queue in that order; each asleep (its
+        two attempts made, subscribed everywhere) before the next starts."""
+        self.reset_stats()
+        procs = []
+        for i in range(n):
+            p = spawn(["acquire", "-w", "30s", "--retry-delay", "1s"] + list(extra) + ["job"], servers=self.cluster,
+                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+            self.addCleanup(lambda p=p: (p.poll() is None and p.kill(), p.wait()))
+            procs.append(p)
+            wait_for(lambda: self.queued() == i + 1 and self.subscribed() == i + 1 and
+                     min(self.attempts()) >= 2 * (i + 1), timeout=10,
+                     what="waiter %d to queue, subscribe and make its attempts" % i)
+            time.sleep(0.1)  # its attempt on the subscriptions confirmed after the wait for a quorum of them
+        # Asleep: no attempt for 1.5 s (the slow fallback poll is 20 s away; a subscription that did
+        # not answer within a second, on a loaded machine, is made again a second later, and its
+        # confirmation brings an attempt, in case a release went unheard meanwhile).
+        for _ in range(10):
+            before = self.attempts()
+            time.sleep(1.5)
+            if self.attempts() == before:
+                break
+        return procs
+
+    def reset_stats(self):
+        for s in self.cluster.servers:
+            with s.client() as c:
+                c.call("CONFIG", "RESETSTAT")
+
+    def attempts(self):
+        """EVALSHA calls per server: the release and the attempts (a fence sent without waiting to a
+        server whose answer was not in yet goes as EVAL, with its body)."""
+        out = []
+        for s in self.cluster.servers:
+            with s.client() as c:
+                line = [x for x in c.call("INFO", "commandstats").decode().splitlines()
+                        if x.startswith("cmdstat_evalsha:")]
+                out.append(int(line[0].split("calls=", 1)[1].split(",", 1)[0]) if line else 0)
+        return out
+
+    def stats(self):
+        out = []
+        for s in self.cluster.servers:
+            with s.client() as c:
+                out.append(c.call("INFO", "commandstats").decode())
+        return "\n".join(out)
+
+    def test_one_release_wakes_one_waiter_of_ten(self):
+        token = self.rl("acquire", "--ttl", "60s", "job").stdout.strip()
+        procs = self.waiters(10)
+        self.reset_stats()
+        self.assertEqual(self.rl("release", "job", "--token", token).code, 0)
+        wait_for(lambda: any(p.poll() is not None for p in procs), timeout=5, what="a waiter to take the lock")
+        time.sleep(0.5)  # any other waiter that was going to try has tried by now
+        done = [p for p in procs if p.poll() is not None]
+        self.assertEqual(len(done), 1)
+        # The first to arrive is the one woken.
+        self.assertIs(done[0], procs[0])
+        self.assertEqual(done[0].returncode, 0)
+        # Per server: the release and the one waiter's attempt (before the queue: one per waiter,
+        # 11 or more); on a loaded machine, a stray attempt of a re-made subscription or two.
+        attempts = self.attempts()
+        self.assertGreaterEqual(min(attempts), 2, self.stats())
+        self.assertLessEqual(max(attempts), 4, self.stats())
+        # The one that took the lock left the queue; the nine others are still in it.
+        self.assertEqual(self.queued(), 9)
+
+    def test_a_waiter_killed_in_the_queue_is_skipped(self):
+        token = self.rl("acquire", "--ttl", "60s", "job").stdout.strip()
+        procs = self.waiters(5)
+        # The first: named by the next release, and not answering.
+        procs[0].send_signal(signal.SIGKILL)
+        procs[0].wait()
+        released = time.monotonic()
+        self.assertEqual(self.rl("release", "job", "--token", token).code, 0)
+        wait_for(lambda: any(p.poll() is not None for p in procs[1:]), timeout=10, what="a live waiter to take it")
+        self.assertLess(time.monotonic() - released, HEARTBEAT + 1.0)
+        self.assertEqual([p.poll() for p in procs[1:]], [0, None, None, None])
+        # By the next release the dead one's heartbeat has lapsed: it is skipped and dropped from
+        # the queue, and the next live waiter is named first and in at once.
+        time.sleep(max(0.0, HEARTBEAT + 0.2 - (time.monotonic() - released)))
+        released = time.monotonic()
+        self.assertEqual(self.rl("release", "job", "--token", procs[1].stdout.read().strip()).code, 0)
+        wait_for(lambda: procs[2].poll() is not None, timeout=10, what="the next live waiter to take it")
+        self.assertLess(time.monotonic() - released, 0.8)
+        self.assertEqual([p.poll() for p in procs[3:]], [None, None])
+        self.assertEqual(self.queued(), 2)
+
+    def test_a_waiter_that_gives_up_leaves_the_queue(self):
+        self.rl("acquire", "--ttl", "60s", "job")
+        r = self.rl("acquire", "-w", "1s", "job")
+        self.assertEqual(r.code, 75, r)
+        self.assertEqual(self.queued(), 0)
+        for s in self.cluster.servers:
+            with s.client() as c:
+                self.assertEqual(c.call("KEYS", "{job}:redlock:waiter:*"), [])
+
+
+if __name__ == "__main__":
+    main()
