@@ -30,7 +30,19 @@ constexpr std::string_view kSlotInfix = ":redlock:slot:";
 
 LockKeys derive_keys(const std::string& key) {
   const std::string base = helper_base(key);
-  return LockKeys{key, base + ":redlock:fence", base + ":redlock:owner", base + ":redlock:wake"};
+  return LockKeys{key,
+                  base + ":redlock:fence",
+                  base + ":redlock:owner",
+                  base + ":redlock:wake",
+                  base + ":redlock:readers",
+                  base + ":redlock:writers",
+                  base + ":redlock:readerowners"};
+}
+
+LockKeys derive_reader_keys(const std::string& key) {
+  LockKeys keys = derive_keys(key);
+  keys.reader = true;
+  return keys;
 }
 
 SemaphoreKeys derive_semaphore_keys(const std::string& key, std::size_t limit) {
@@ -46,7 +58,8 @@ SemaphoreKeys derive_semaphore_keys(const std::string& key, std::size_t limit) {
 }
 
 bool is_helper_key(const std::string& key) {
-  for (const char* suffix : {":redlock:fence", ":redlock:owner", ":redlock:wake", ":redlock:limit"}) {
+  for (const char* suffix : {":redlock:fence", ":redlock:owner", ":redlock:wake", ":redlock:limit", ":redlock:readers",
+                             ":redlock:writers", ":redlock:readerowners"}) {
     if (ends_with(key, suffix)) return true;
   }
   const auto digits = key.find_last_not_of("0123456789");

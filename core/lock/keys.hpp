@@ -15,9 +15,20 @@ struct LockKeys {
   std::string fence;    // the fencing counter: expires after --fence-ttl without an acquisition
   std::string owner;    // who holds it and since when: same expiry as the lock
   std::string channel;  // wake-up messages on release and acquisition
+  // The shared mode (`--shared`): the readers and the waiting writers, sorted sets of tokens scored
+  // by their expiry on the server's clock, and the readers' owner records. A writer (any exclusive
+  // acquire) names them too: it is refused while readers hold and waits among the writers.
+  std::string readers;
+  std::string writers;
+  std::string reader_owners;
+  bool reader = false;  // these keys are a reader's: its scripts are join, stay and leave
 };
 
 LockKeys derive_keys(const std::string& key);
+// KEY's keys as a reader of the shared mode uses them.
+LockKeys derive_reader_keys(const std::string& key);
+// The value the lock holds while readers hold it: never a token (refused as --token).
+inline constexpr const char* kSharedMarker = "redlock:shared";
 
 // The keys of a semaphore over KEY (`--limit`): its limit, stored beside it, and its slots, each
 // an ordinary lock of its own (its own fence and owner record) whose wake-up channel is KEY's, so
@@ -33,7 +44,8 @@ struct SemaphoreKeys {
 SemaphoreKeys derive_semaphore_keys(const std::string& key, std::size_t limit);
 
 // Whether KEY ends as a helper key does (":redlock:fence", ":redlock:owner", ":redlock:wake",
-// ":redlock:limit", ":redlock:slot:" and digits): a lock of that name could be another lock's helper
+// ":redlock:limit", ":redlock:readers", ":redlock:writers", ":redlock:readerowners", ":redlock:slot:"
+// and digits): a lock of that name could be another lock's helper
 // key or a semaphore's slot, and be overwritten by its owner record or share its holders.
 bool is_helper_key(const std::string& key);
 

@@ -90,6 +90,8 @@ struct LockSpec {
   // An acquisition left with no more validity than this is given back at once (as one whose
   // validity ran out): `run` needs the time to stop its command before the lock can expire.
   Duration min_validity{};
+  // A reader (keys.reader) is refused while a writer waits; false lets it in (--no-writer-priority).
+  bool writer_priority = true;
 };
 
 struct AcquireResult;
@@ -124,6 +126,9 @@ struct AcquireResult {
   // Busy: the holder keeps an owner record, as redlock holders do, whose releases wake the waiters.
   // Other clients (node-redlock, redsync, redis-py) delete their key without a word.
   bool holder_announces = false;
+  // Busy behind readers: the writer waits among the shared mode's writers on some server (its
+  // entry is withdrawn when its acquire ends).
+  bool queued = false;
   std::string message;  // why not, in words
 };
 
@@ -270,6 +275,8 @@ class Redlock {
   ReleaseResult release(const LockKeys& keys, const std::string& token, bool force,
                         ReleaseWait wait = ReleaseWait::EveryServer);
   StatusResult status(const LockKeys& keys);
+  // A writer that stops waiting leaves the waiting writers on every server (not waited for).
+  void withdraw(const LockKeys& keys, const std::string& token);
 
  private:
   struct Votes;

@@ -13,7 +13,8 @@
 -- of tokens scored by their expiry in ms on this server's clock. While readers hold, KEYS[1] holds
 -- the marker 'redlock:shared'; a writer (this script) is refused while a live reader is there and
 -- enters itself among the waiting writers, so that new readers hold back; it leaves them when it
--- takes the lock. A marker whose readers have all expired is taken over.
+-- takes the lock. A marker whose readers have all expired is taken over. A writer refused there
+-- answers as busy with a seventh element, 1: it is queued, and withdraws when its acquire ends.
 
 -- TIME is not deterministic: Redis before 5 refuses writes after it unless effects are replicated.
 if redis.replicate_commands then
@@ -63,7 +64,7 @@ local function behind_readers()
   if redis.call('PTTL', KEYS[5]) < tonumber(ttl) then
     redis.call('PEXPIRE', KEYS[5], ttl)
   end
-  return {0, 0, redis.call('PTTL', KEYS[1]), 'string', 1, readers .. ' readers'}
+  return {0, 0, redis.call('PTTL', KEYS[1]), 'string', 1, 'readers (' .. readers .. ')', 1}
 end
 
 if shared and redis.call('TYPE', KEYS[1])['ok'] == 'string' and redis.call('GET', KEYS[1]) == marker then

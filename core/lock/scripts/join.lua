@@ -7,29 +7,13 @@
 -- expiry always covers the longest reader. KEYS[2] is the fencing counter, read, never raised.
 -- Answers as acquire.lua does: {state (1 joined, 2 already a reader, 0 refused), fence counter,
 -- PTTL to wait for, type, announces, owner record}; ARGV[4] is the wake-up channel ('' for none).
-local marker = 'redlock:shared'
-if redis.replicate_commands then
-  redis.replicate_commands()
-end
-local clock = redis.call('TIME')
-local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
 local ttl = tonumber(ARGV[2])
 
-for _, gone in ipairs(redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now)) do
-  redis.call('HDEL', KEYS[5], gone)
-end
-redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)
-redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', now)
-
--- Sets KEY's expiry to MS unless it already lasts longer.
-local function stretch(key, ms)
-  if redis.call('PTTL', key) < ms then
-    redis.call('PEXPIRE', key, ms)
-  end
-end
+prune(KEYS[3], KEYS[5])
+prune(KEYS[4])
 
 local kind = redis.call('TYPE', KEYS[1])['ok']
-if kind ~= 'none' and (kind ~= 'string' or redis.call('GET', KEYS[1]) ~= marker) then
+if kind ~= 'none' and not holds_marker(KEYS[1]) then
   local record = false
   if redis.call('TYPE', KEYS[6])['ok'] == 'string' then
     record = redis.call('GET', KEYS[6])

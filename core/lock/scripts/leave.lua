@@ -4,17 +4,7 @@
 -- the waiters on channel ARGV[2] ('' for none) are told as release.lua tells them (ARGV[4]:
 -- 'released' or 'retracted'). Returns the number of readers that left (a forced release: 1 when
 -- the readers are gone, whether there were any).
-local marker = 'redlock:shared'
-if redis.replicate_commands then
-  redis.replicate_commands()
-end
-local clock = redis.call('TIME')
-local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
-
-for _, gone in ipairs(redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now)) do
-  redis.call('HDEL', KEYS[3], gone)
-end
-redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
+prune(KEYS[2], KEYS[3])
 local left = 0
 if ARGV[3] == '1' then
   redis.call('DEL', KEYS[2], KEYS[3])
@@ -23,16 +13,13 @@ else
   left = redis.call('ZREM', KEYS[2], ARGV[1])
   redis.call('HDEL', KEYS[3], ARGV[1])
 end
-if redis.call('TYPE', KEYS[1])['ok'] == 'string' and redis.call('GET', KEYS[1]) == marker then
+if holds_marker(KEYS[1]) then
   local last = redis.call('ZRANGE', KEYS[2], -1, -1, 'WITHSCORES')
   if last[2] then
     redis.call('PEXPIRE', KEYS[1], math.max(1, tonumber(last[2]) - now))
   else
     redis.call('DEL', KEYS[1])
-    if ARGV[2] ~= '' then
-      local waiting = redis.call('PUBSUB', 'NUMSUB', ARGV[2])[2]
-      redis.call('PUBLISH', ARGV[2], ARGV[4] .. ' ' .. waiting)
-    end
+    wake(ARGV[2], ARGV[4])
   end
 end
 return left

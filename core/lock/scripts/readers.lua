@@ -2,8 +2,6 @@
 -- waiting writers (sorted sets scored by expiry in ms on this server's clock), KEYS[3] the readers'
 -- owner records. Returns {number of live waiting writers, {token, ms left, owner record or false}
 -- for each live reader, in the order they expire}.
-local clock = redis.call('TIME')
-local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
 local readers = {}
 local live = redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. now, '+inf', 'WITHSCORES')
 for i = 1, #live, 2 do

@@ -84,3 +84,18 @@ TEST_CASE("a semaphore's slots share the key's hash tag, wake on its channel, an
   }
   CHECK(redlock::helper_of(k.limit)->lock == "jobs");
 }
+
+TEST_CASE("the shared mode's sets share the key's hash tag, lead back to the lock, and are no lock names") {
+  const auto k = redlock::derive_reader_keys("backup");
+  CHECK(k.reader);
+  CHECK(k.lock == "backup");
+  CHECK_FALSE(derive_keys("backup").reader);
+  for (const std::string& key : {k.readers, k.writers, k.reader_owners}) {
+    CHECK(key.rfind("{backup}:redlock:", 0) == 0);
+    CHECK(is_helper_key(key));
+    REQUIRE(redlock::helper_of(key));
+    CHECK(redlock::helper_of(key)->lock == "backup");
+  }
+  CHECK(k.readers == "{backup}:redlock:readers");
+  CHECK(k.writers == "{backup}:redlock:writers");
+}
