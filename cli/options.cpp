@@ -246,7 +246,8 @@ LockKeys lock_keys(const GlobalOptions& options, const std::string& name) {
   const std::string key = options.prefix + name;
   if (is_helper_key(key)) {
     usage_error("NAME '" + printable(name) + "' ends as redlock's helper keys do (:redlock:fence, :redlock:owner, " +
-                ":redlock:wake, :redlock:limit, :redlock:slot:N); another lock's owner record could overwrite it");
+                ":redlock:wake, :redlock:limit, :redlock:readers, :redlock:writers, :redlock:readerowners, " +
+                ":redlock:slot:N); another lock's owner record could overwrite it");
   }
   return derive_keys(key);
 }
