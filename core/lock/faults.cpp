@@ -7,12 +7,13 @@ namespace redlock::faults {
 #ifdef REDLOCK_FAULTS
 namespace {
 
-constexpr std::array<std::pair<Fault, std::string_view>, 5> kNames{{
+constexpr std::array<std::pair<Fault, std::string_view>, 6> kNames{{
     {Fault::ReleaseAny, "release-any"},
     {Fault::NoValidity, "no-validity"},
     {Fault::HalfQuorum, "half-quorum"},
     {Fault::InheritAnyToken, "inherit-any-token"},
     {Fault::SemaphoreExtraSlot, "semaphore-extra-slot"},
+    {Fault::SharedIgnoresWriter, "shared-ignores-writer"},
 }};
 
 std::array<bool, kNames.size()> g_on{};

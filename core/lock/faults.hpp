@@ -9,6 +9,8 @@
 //   inherit-any-token  inside a run's command, REDLOCK_TOKEN stands in for --token of every lock,
 //                 so sibling workers that take a second lock re-enter each other's
 //   semaphore-extra-slot  a semaphore has one slot more than its limit
+//   shared-ignores-writer  a reader's scripts are given another key than the lock: readers never
+//                 see a writer, and writers never see the readers' marker
 // Only faults.cpp differs between the two binaries: in the real one, choose() does nothing and
 // enabled() is always false, whatever the environment says.
 #pragma once
@@ -17,7 +19,7 @@
 
 namespace redlock::faults {
 
-enum class Fault { ReleaseAny, NoValidity, HalfQuorum, InheritAnyToken, SemaphoreExtraSlot };
+enum class Fault { ReleaseAny, NoValidity, HalfQuorum, InheritAnyToken, SemaphoreExtraSlot, SharedIgnoresWriter };
 
 // The faults named in NAMES (comma-separated; unknown names are ignored) are on from now on.
 void choose(std::string_view names);

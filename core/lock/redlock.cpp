@@ -235,12 +235,18 @@ Request fence_request(const LockSpec& spec, const std::string& fence) {
   return r;
 }
 
+// The lock as a reader's scripts see it: in redlock-faulty with shared-ignores-writer (a negative
+// control), a key no writer uses, so that readers and writers never meet.
+std::string reader_lock(const LockKeys& k) {
+  return faults::enabled(faults::Fault::SharedIgnoresWriter) ? k.lock + ":ignored" : k.lock;
+}
+
 // The acquire script of KEYS' role: a reader joins the readers; anyone else is a writer, which
 // names the readers and the waiting writers where it has them.
 Request acquire_request(const LockSpec& spec, const std::string& owner) {
   const LockKeys& k = spec.keys;
   if (k.reader) {
-    return Request::eval(kJoinScript, {k.lock, k.fence, k.readers, k.writers, k.reader_owners, k.owner},
+    return Request::eval(kJoinScript, {reader_lock(k), k.fence, k.readers, k.writers, k.reader_owners, k.owner},
                          {spec.token, ms_count(spec.ttl), owner, k.channel, spec.writer_priority ? "1" : "0"});
   }
   // Both expiries in one argument: see acquire.lua.
@@ -252,9 +258,10 @@ Request acquire_request(const LockSpec& spec, const std::string& owner) {
 
 // The release script of KEYS' role; WORD is what the waiters are told (released, retracted).
 Request release_request(const LockKeys& k, const std::string& token, bool force, const char* word) {
-  if (k.reader)
-    return Request::eval(kLeaveScript, {k.lock, k.readers, k.reader_owners},
+  if (k.reader) {
+    return Request::eval(kLeaveScript, {reader_lock(k), k.readers, k.reader_owners},
                          {token, k.channel, force ? "1" : "0", word});
+  }
   return Request::eval(kReleaseScript, {k.lock, k.owner}, {token, k.channel, force ? "1" : "0", word});
 }
 
@@ -753,7 +760,7 @@ ExtendRound::ExtendRound(Network& network, const LockKeys& keys, const std::stri
         // With its body, as release's: the answer of a server after the quorum is not waited for,
         // and one that lost its script cache (restart, SCRIPT FLUSH) would answer a bare EVALSHA
         // with a NOSCRIPT nobody reads, keeping the old expiry there.
-        Request r = keys.reader ? Request::eval(kStayScript, {keys.lock, keys.readers, keys.reader_owners},
+        Request r = keys.reader ? Request::eval(kStayScript, {reader_lock(keys), keys.readers, keys.reader_owners},
                                                 {token, ms_count(ttl), keep_longer ? "1" : "0", keys.channel})
                                 : Request::eval(kExtendScript, {keys.lock, keys.owner},
                                                 {token, ms_count(ttl), keep_longer ? "1" : "0", keys.channel});

@@ -36,14 +36,15 @@ import scenarios  # noqa: E402
 MUST_PASS = ["contention", "pause-minority", "kill-minority", "partition", "proxy", "split-brain", "no-quorum",
              "crash-restart-delayed", "crash-restart-aof", "early-expiry", "clock-rate", "clock-step", "stale-token",
              "holder-pause", "renewal", "quorum-loss", "holder-crash", "signals", "duplicate-server", "script-flush",
-             "starvation", "siblings", "rolling-restart", "blip", "loaded-host", "semaphore"]
+             "starvation", "siblings", "rolling-restart", "blip", "loaded-host", "semaphore", "shared"]
 # (row name, scenario, REDLOCK_FAULT or None for the real binary): must be caught.
 CONTROLS = [("control:release-any", "stale-token", "release-any"),
             ("control:no-validity", "quorum-loss", "no-validity"),
             ("control:half-quorum", "split-brain", "half-quorum"),
             ("control:crash-restart-empty", "crash-restart-empty", None),
             ("control:shared-token", "siblings", "inherit-any-token"),
-            ("control:semaphore-extra-slot", "semaphore", "semaphore-extra-slot")]
+            ("control:semaphore-extra-slot", "semaphore", "semaphore-extra-slot"),
+            ("control:shared-ignores-writer", "shared", "shared-ignores-writer")]
 
 COLUMNS = [("scenario", "scenario", "%-28s"), ("rounds", "rounds", "%6s"), ("seconds", "seconds", "%8s"),
            ("cycles", "lock cycles", "%11s"), ("overlaps", "overlaps", "%8s"), ("lost_updates", "lost updates", "%12s"),
