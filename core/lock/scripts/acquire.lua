@@ -75,7 +75,8 @@ if shared and redis.call('TYPE', KEYS[1])['ok'] == 'string' and redis.call('GET'
 end
 
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ttl) then
-  if shared then
+  -- Only where writers wait: a lock user's ACL needs no sorted-set commands for the mutex.
+  if shared and redis.call('TYPE', KEYS[5])['ok'] == 'zset' then
     redis.call('ZREM', KEYS[5], ARGV[1])
   end
   if ARGV[3] ~= '' then
