@@ -242,7 +242,7 @@ std::string reader_lock(const LockKeys& k) {
 }
 
 // The acquire script of KEYS' role: a reader joins the readers; anyone else is a writer, which
-// names the readers and the waiting writers where it has them.
+// takes the lock as the mutex does (and is told where readers hold it).
 Request acquire_request(const LockSpec& spec, const std::string& owner) {
   const LockKeys& k = spec.keys;
   if (k.reader) {
@@ -251,9 +251,7 @@ Request acquire_request(const LockSpec& spec, const std::string& owner) {
   }
   // Both expiries in one argument: see acquire.lua.
   const std::string ttls = ms_count(spec.ttl) + " " + ms_count(spec.fence_ttl);
-  std::vector<std::string> keys{k.lock, k.fence, k.owner};
-  if (!k.readers.empty()) keys.insert(keys.end(), {k.readers, k.writers});
-  return Request::eval(kAcquireScript, keys, {spec.token, ttls, owner, k.channel});
+  return Request::eval(kAcquireScript, {k.lock, k.fence, k.owner}, {spec.token, ttls, owner, k.channel});
 }
 
 // The release script of KEYS' role; WORD is what the waiters are told (released, retracted).
@@ -552,10 +550,10 @@ struct Redlock::Votes {
   std::vector<std::int64_t> counters;  // the fencing counters of those that took it
   std::vector<std::int64_t> busy_pttl;
   std::vector<std::optional<std::string>> busy_records;
-  std::size_t free_now = 0;  // took it, or found no key at all
-  bool queued = false;       // a writer waits among the writers on some server
-  bool duplicate = false;    // a server turned out to be another configured one
-  Duration took{};           // from the round's start to its decision
+  std::size_t free_now = 0;          // took it, or found no key at all
+  std::vector<bool> behind_readers;  // busy where readers hold: the writer queues there
+  bool duplicate = false;            // a server turned out to be another configured one
+  Duration took{};                   // from the round's start to its decision
 };
 
 AcquireResult Redlock::attempt(const LockSpec& spec) {
@@ -579,7 +577,7 @@ AcquireResult Redlock::attempt(const LockSpec& spec) {
   const Duration took = network_.now() - round.started();
   Votes votes = read_votes(round, res);
   votes.took = took;
-  res.queued = votes.queued;
+  res.queued = queue_writer(spec, votes.behind_readers);
   if (tally.won() && validity(spec.ttl, took, spec.drift) > spec.min_validity && !votes.duplicate) {
     res.owner_record = owner;
     return finish_won(spec, round, tally, votes, std::move(res));
@@ -595,6 +593,7 @@ Redlock::Votes Redlock::read_votes(const Round& round, AcquireResult& res) const
   Votes votes;
   votes.holds.assign(n, false);
   votes.may_hold.assign(n, false);
+  votes.behind_readers.assign(n, false);
   for (std::size_t i = 0; i < n; ++i) {
     const auto& result = round.results()[i];
     Vote v = read_vote(network_, i, result);
@@ -607,7 +606,7 @@ Redlock::Votes Redlock::read_votes(const Round& round, AcquireResult& res) const
       votes.busy_pttl.push_back(v.pttl);
       votes.busy_records.push_back(v.record);
       res.holder_announces = res.holder_announces || v.announces;
-      votes.queued = votes.queued || v.queued;
+      votes.behind_readers[i] = v.queued;
     }
     votes.may_hold[i] = v.kind == Vote::Kind::Yes || !result ||
                         (v.kind == Vote::Kind::Failed && (result->ok() || unsure_whether_run(result->failure)));
@@ -704,6 +703,17 @@ AcquireResult Redlock::acquire(const LockSpec& spec, const WaitOptions& wait) {
       spec.keys.reader);
   if (queued) withdraw(spec.keys, spec.token);
   return res;
+}
+
+bool Redlock::queue_writer(const LockSpec& spec, const std::vector<bool>& where) {
+  // Not waited for: the queue only holds new readers back (writer priority); safety is the marker's.
+  if (std::none_of(where.begin(), where.end(), [](bool b) { return b; })) return false;
+  Round(network_, where, [&](std::size_t) {
+    Request r = Request::eval(kQueueScript, {spec.keys.writers}, {spec.token, ms_count(spec.ttl)});
+    r.with_body = true;
+    return r;
+  }).abandon();
+  return true;
 }
 
 void Redlock::withdraw(const LockKeys& keys, const std::string& token) {

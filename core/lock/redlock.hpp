@@ -279,6 +279,9 @@ class Redlock {
   void withdraw(const LockKeys& keys, const std::string& token);
 
  private:
+  // A writer refused by readers on the servers in WHERE enters itself among the waiting writers
+  // there (not waited for); whether it did anywhere.
+  bool queue_writer(const LockSpec& spec, const std::vector<bool>& where);
   struct Votes;
   // One acquire round: the votes, then the lock (fenced) or what stood in the way.
   AcquireResult attempt(const LockSpec& spec);

@@ -259,17 +259,14 @@ class FakeNetwork final : public Network {
     const auto& a = request.argv;  // numkeys, keys…, args…
     auto ms = [](const std::string& text) { return std::chrono::milliseconds(std::stoll(text)); };
     if (name == "acquire") {
-      const std::size_t k = std::stoul(a[0]);  // 3, or 5 with the shared mode's readers and writers
-      const std::string &lock = a[1], &fence = a[2], &owner = a[3], &token = a[k + 1], &owner_value = a[k + 3],
-                        &channel = a[k + 4];
+      const std::string &lock = a[1], &fence = a[2], &owner = a[3], &token = a[4], &owner_value = a[6], &channel = a[7];
       // "TTL FENCE_TTL", as acquire.lua reads it.
-      const std::string ttl = a[k + 2].substr(0, a[k + 2].find(' ')),
-                        fence_ttl = a[k + 2].substr(a[k + 2].find(' ') + 1);
-      if (k == 5) {
-        if (auto busy = behind_readers(i, lock, a[4], a[5], token, ms(ttl))) {
-          r.reply = *busy;
-          return r;
-        }
+      const std::string ttl = a[5].substr(0, a[5].find(' ')), fence_ttl = a[5].substr(a[5].find(' ') + 1);
+      if (Entry* m = find(i, lock); m && m->type == "string" && m->value == "redlock:shared") {
+        // Readers hold: busy, and the writer is to queue.
+        r.reply = arr({Reply::number(0), Reply::number(0), Reply::number(pttl(i, lock)), Reply::status("string"),
+                       Reply::number(1), Reply::string("readers"), Reply::number(1)});
+        return r;
       }
       // As acquire.lua's bump: one more, or where there is none, the clock's second in microseconds.
       auto incr = [&] {
@@ -281,7 +278,6 @@ class FakeNetwork final : public Network {
       Entry* e = find(i, lock);
       if (!e) {
         s.data[lock] = Entry{token, "string", now_ + ms(ttl)};
-        if (k == 5) s.zsets[a[5]].erase(token);
         if (!owner_value.empty()) s.data[owner] = Entry{owner_value, "string", now_ + ms(ttl)};
         if (!channel.empty()) publish(i, "acquired");
         r.reply =
@@ -347,7 +343,8 @@ class FakeNetwork final : public Network {
       std::vector<Reply> locks;
       for (std::size_t k = 1; k + 2 < a.size(); k += 3) locks.push_back(status_reply(i, a[k], a[k + 1], a[k + 2]));
       r.reply = arr(std::move(locks));
-    } else if (name == "join" || name == "stay" || name == "leave" || name == "withdraw" || name == "readers") {
+    } else if (name == "join" || name == "stay" || name == "leave" || name == "queue" || name == "withdraw" ||
+               name == "readers") {
       r.reply = shared(i, name, a);
     } else if (name == "probe") {
       r.reply = probe(i, a);
@@ -386,24 +383,13 @@ class FakeNetwork final : public Network {
     return std::chrono::duration_cast<std::chrono::milliseconds>(t - now).count();
   }
 
-  // As acquire.lua's writer: refused (and queued) while live readers hold the marker.
-  std::optional<Reply> behind_readers(std::size_t i, const std::string& lock, const std::string& readers,
-                                      const std::string& writers, const std::string& token, Duration ttl) {
-    Entry* e = find(i, lock);
-    if (!e || e->type != "string" || e->value != "redlock:shared") return std::nullopt;
-    if (zset(i, readers).empty()) {
-      servers[i].data.erase(lock);
-      return std::nullopt;
-    }
-    zset(i, writers)[token] = now_ + ttl;
-    return arr({Reply::number(0), Reply::number(0), Reply::number(pttl(i, lock)), Reply::status("string"),
-                Reply::number(1), Reply::string("readers (" + std::to_string(zset(i, readers).size()) + ")"),
-                Reply::number(1)});
-  }
-
-  // join, stay, leave, withdraw and readers, as their scripts do it (owner records left out).
+  // join, stay, leave, queue, withdraw and readers, as their scripts do it (owner records left out).
   Reply shared(std::size_t i, const std::string& name, const std::vector<std::string>& a) {
     const auto ms = [](const std::string& text) { return std::chrono::milliseconds(std::stoll(text)); };
+    if (name == "queue") {
+      zset(i, a[1])[a[2]] = now_ + ms(a[3]);
+      return Reply::number(1);
+    }
     if (name == "withdraw") {
       const bool removed = zset(i, a[1]).erase(a[2]) > 0;
       if (removed && zset(i, a[1]).empty() && !a[3].empty()) publish(i, "retracted 1");

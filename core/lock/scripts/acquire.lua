@@ -9,12 +9,10 @@
 -- taken, 2 already ours, 0 busy (then the counter is 0: a busy answer carries no fence; announces is
 -- 1 when the holder keeps an owner record, as redlock holders do: they announce their release; and
 -- the record itself follows, false when there is none, so a busy answer can say who holds the lock).
--- KEYS[4] and KEYS[5], when given, are the shared mode's readers and waiting writers: sorted sets
--- of tokens scored by their expiry in ms on this server's clock. While readers hold, KEYS[1] holds
--- the marker 'redlock:shared'; a writer (this script) is refused while a live reader is there and
--- enters itself among the waiting writers, so that new readers hold back; it leaves them when it
--- takes the lock. A marker whose readers have all expired is taken over. A writer refused there
--- answers as busy with a seventh element, 1: it is queued, and withdraws when its acquire ends.
+-- While readers of the shared mode hold, KEYS[1] holds their marker 'redlock:shared': the answer is
+-- busy, with the record 'readers' and a seventh element, 1, so that the writer enters itself among
+-- the waiting writers (queue.lua) and new readers hold back. No more keys here: another would make
+-- the request longer than ten words, too long for a server that wants a password (see ARGV[2]).
 
 -- TIME is not deterministic: Redis before 5 refuses writes after it unless effects are replicated.
 if redis.replicate_commands then
@@ -41,44 +39,7 @@ local function bump()
   return value
 end
 
-local shared = #KEYS >= 5
-local marker = 'redlock:shared'
-
-local function now_ms()
-  local clock = redis.call('TIME')
-  return tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
-end
-
--- The marker of readers who have all gone is no lock: it is deleted. Otherwise the writer waits
--- among the writers (its entry lives its TTL) and is told how many readers hold.
-local function behind_readers()
-  local now = now_ms()
-  redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', now)
-  local readers = redis.call('ZCARD', KEYS[4])
-  if readers == 0 then
-    redis.call('DEL', KEYS[1])
-    return false
-  end
-  redis.call('ZREMRANGEBYSCORE', KEYS[5], '-inf', now)
-  redis.call('ZADD', KEYS[5], now + tonumber(ttl), ARGV[1])
-  if redis.call('PTTL', KEYS[5]) < tonumber(ttl) then
-    redis.call('PEXPIRE', KEYS[5], ttl)
-  end
-  return {0, 0, redis.call('PTTL', KEYS[1]), 'string', 1, 'readers (' .. readers .. ')', 1}
-end
-
-if shared and redis.call('TYPE', KEYS[1])['ok'] == 'string' and redis.call('GET', KEYS[1]) == marker then
-  local busy = behind_readers()
-  if busy then
-    return busy
-  end
-end
-
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ttl) then
-  -- Only where writers wait: a lock user's ACL needs no sorted-set commands for the mutex.
-  if shared and redis.call('TYPE', KEYS[5])['ok'] == 'zset' then
-    redis.call('ZREM', KEYS[5], ARGV[1])
-  end
   if ARGV[3] ~= '' then
     redis.call('SET', KEYS[3], ARGV[3], 'PX', ttl)
   end
@@ -88,7 +49,11 @@ if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ttl) then
   return {1, bump(), 0, 'string', 1}
 end
 local kind = redis.call('TYPE', KEYS[1])['ok']
-if kind == 'string' and redis.call('GET', KEYS[1]) == ARGV[1] then
+local value = kind == 'string' and redis.call('GET', KEYS[1])
+if value == 'redlock:shared' then
+  return {0, 0, redis.call('PTTL', KEYS[1]), kind, 1, 'readers', 1}
+end
+if value == ARGV[1] then
   redis.call('PEXPIRE', KEYS[1], ttl)
   if redis.call('PEXPIRE', KEYS[3], ttl) == 0 and ARGV[3] ~= '' then
     redis.call('SET', KEYS[3], ARGV[3], 'PX', ttl)

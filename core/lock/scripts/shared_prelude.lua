@@ -1,5 +1,5 @@
 -- What every script of the shared mode begins with (the build puts it in front of join, stay,
--- leave, withdraw and readers): the server's clock in ms, the marker the lock holds while readers
+-- leave, queue, withdraw and readers): the server's clock in ms, the marker the lock holds while readers
 -- hold it, the pruning of a sorted set of tokens scored by their expiry, and the wake-up message.
 if redis.replicate_commands then
   redis.replicate_commands()
