@@ -55,7 +55,7 @@ struct Vote {
   std::int64_t pttl = -2;
   bool announces = false;             // busy: the holder keeps an owner record (a redlock holder)
   std::optional<std::string> record;  // busy: the holder's owner record
-  bool queued = false;                // busy behind readers: the writer waits among the writers there
+  bool queued = false;                // busy behind readers: the writer is to queue there
   ServerReport report;
 };
 
@@ -717,9 +717,9 @@ bool Redlock::queue_writer(const LockSpec& spec, const std::vector<bool>& where)
 }
 
 void Redlock::withdraw(const LockKeys& keys, const std::string& token) {
-  // Everywhere, without waiting: where the writer took the lock its entry is gone already, and
-  // where it was refused the entry would hold readers back for its whole TTL. With the body, as the
-  // fence's: nobody stays to answer a NOSCRIPT.
+  // Everywhere, without waiting (an entry left behind would hold readers back for its whole TTL),
+  // whether the writer took the lock or not. With the body, as the fence's: nobody stays to answer
+  // a NOSCRIPT.
   Round(network_, [&](std::size_t) {
     Request r = Request::eval(kWithdrawScript, {keys.writers}, {token, keys.channel});
     r.with_body = true;

@@ -126,8 +126,8 @@ struct AcquireResult {
   // Busy: the holder keeps an owner record, as redlock holders do, whose releases wake the waiters.
   // Other clients (node-redlock, redsync, redis-py) delete their key without a word.
   bool holder_announces = false;
-  // Busy behind readers: the writer waits among the shared mode's writers on some server (its
-  // entry is withdrawn when its acquire ends).
+  // Refused by readers somewhere: the writer queued among the shared mode's waiting writers there
+  // (Redlock::acquire withdraws it when the acquire ends).
   bool queued = false;
   std::string message;  // why not, in words
 };
