@@ -202,6 +202,10 @@ class Passwords(Servers):
         servers = r.json()["servers"]
         self.assertGreaterEqual([s["result"] for s in servers].count("auth"), 2, servers)
         self.assertIn("NOAUTH", [s for s in servers if s["result"] == "auth"][0]["error"])
+        # A reader's request is longer than a server answers with NOAUTH: still an auth failure.
+        r = self.rl(self.plain_urls(), "--json", "acquire", "--shared", "job")
+        self.assertEqual(r.code, 69, r)
+        self.assertGreaterEqual([s["result"] for s in r.json()["servers"]].count("auth"), 2, r.json()["servers"])
 
     def test_a_wrong_password_is_that_servers_failure_with_its_reason(self):
         only = [url(self.servers[0], WRONG)]
