@@ -38,8 +38,8 @@ sys.path.insert(0, HERE)
 
 from cluster import Cluster, die_with_parent  # noqa: E402
 
-ROWS = ["cycle", "semaphore", "run", "frozen", "scale", "handoff", "handoff-node", "waiter", "wake-one", "contention", "load",
-        "rss", "startup"]
+ROWS = ["cycle", "semaphore", "shared", "run", "frozen", "scale", "handoff", "handoff-node", "waiter", "wake-one",
+        "contention", "load", "rss", "startup"]
 # What rows need besides redis-server and the binary, when it is not every reference: run alone,
 # they check for nothing else ("node": node with node-redlock and ioredis installed).
 NEEDS = {"load": (), "handoff-node": ("node",), "waiter": ("node",), "wake-one": ()}
@@ -324,17 +324,27 @@ class Bench:
         self.timed_line("cycle", m, st["redlock"], st["node-redlock"], "node-redlock lock+unlock, 5 servers, 1 process")
         self.timed_line("cycle", m, st["redlock"], st["redis-py"], "redis-py `Lock` acquire+release, 1 server, 1 process")
 
-    def row_semaphore(self):
-        """A semaphore's cycle beside the mutex's: its attempt is one read-only probe of every slot, then
-        the slot's own acquire; its release finds the slot from the token (one more probe)."""
+    def cycle_beside_mutex(self, row, flags, name, measure):
+        """`acquire -n FLAGS` + `release FLAGS` (2 processes) on 5 servers, beside the mutex's cycle."""
         c5 = self.cluster(5)
         R, s5 = shlex.quote(self.bin), c5.spec()
         cycle = 't=$(%s -S %s acquire -n %s%s) && %s -S %s release %s%s --token "$t"'
         cmds = [("mutex", cycle % (R, s5, "", "bench-mutex", R, s5, "", "bench-mutex"), None),
-                ("limit 3", cycle % (R, s5, "--limit 3 ", "bench-sem", R, s5, "--limit 3 ", "bench-sem"), None)]
+                (row, cycle % (R, s5, flags, name, R, s5, flags, name), None)]
         st = self.hyperfine(cmds, shell=True)
-        self.timed_line("semaphore", "`acquire -n --limit 3` + `release --limit 3` (2 processes), 5 servers",
-                        st["limit 3"], st["mutex"], "the mutex: `acquire -n` + `release`, 5 servers")
+        self.timed_line(row, measure, st[row], st["mutex"], "the mutex: `acquire -n` + `release`, 5 servers")
+
+    def row_semaphore(self):
+        """A semaphore's cycle beside the mutex's: its attempt is one read-only probe of every slot, then
+        the slot's own acquire; its release finds the slot from the token (one more probe)."""
+        self.cycle_beside_mutex("semaphore", "--limit 3 ", "bench-sem",
+                                "`acquire -n --limit 3` + `release --limit 3` (2 processes), 5 servers")
+
+    def row_shared(self):
+        """A reader's cycle beside the mutex's: join (the readers' set and the marker) and leave, each
+        one script per server, as the mutex's acquire and release are."""
+        self.cycle_beside_mutex("shared", "--shared ", "bench-shared",
+                                "reader: `acquire -n --shared` + `release --shared` (2 processes), 5 servers")
 
     def row_run(self):
         c5 = self.cluster(5)

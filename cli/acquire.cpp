@@ -98,6 +98,12 @@ const OptionRow<A> kAcquireOptions[] = {
      .help = "who holds it, shown by status (default user@host:pid)",
      .target = &A::owner},
     limit_row(&A::limit),
+    shared_row(&A::shared),
+    {.flags = "--no-writer-priority",
+     .env = "REDLOCK_NO_WRITER_PRIORITY",
+     .takes_value = false,
+     .help = "with --shared: go in past writers waiting for the readers to leave",
+     .target = &A::no_writer_priority},
     {.flags = "--fence-ttl",
      .env = "REDLOCK_FENCE_TTL",
      .takes_value = true,
@@ -172,6 +178,9 @@ AcquirePlan plan_acquire(const AcquireOptions& o, const GlobalOptions& global) {
   }
   plan.spec.owner = o.owner.empty() ? default_owner() : o.owner;
   plan.limit = o.limit;
+  plan.spec.keys = mode_keys(plan.spec.keys, o.shared, o.limit);
+  plan.spec.writer_priority = !o.no_writer_priority;
+  if (o.token == kSharedMarker) usage_error("--token: '" + o.token + "' is the readers' marker, never a token");
   plan.spec.fence_ttl = ttl_option(o.fence_ttl, "--fence-ttl");
   if (plan.spec.fence_ttl < kMinFenceTtl) {
     usage_error("--fence-ttl: must be at least 1h (the margin for servers whose clocks disagree)");
@@ -197,6 +206,7 @@ AcquirePlan plan_acquire(const AcquireOptions& o, const GlobalOptions& global) {
 }
 
 void json_slot(Json& j, const AcquirePlan& plan) {
+  if (plan.spec.keys.reader) j["mode"] = "shared";
   if (plan.limit == 0) return;
   j["limit"] = plan.limit;
   j["slot"] = plan.slot ? Json(*plan.slot) : Json(nullptr);
@@ -227,6 +237,11 @@ Json json_holder(const Holder& holder) {
 
 std::optional<StatusResult> reentry_status(Redlock& redlock, AcquirePlan& plan) {
   if (plan.reentry == AcquirePlan::Reentry::No) return std::nullopt;
+  if (plan.spec.keys.reader) {
+    StatusResult s = reader_status(redlock, plan.spec.keys, plan.spec.token);
+    if (s.no_quorum || s.state == LockState::Held || plan.reentry != AcquirePlan::Reentry::IfHeld) return s;
+    return std::nullopt;
+  }
   if (plan.limit > 0) {
     // A semaphore's holder is the slot that holds the token; in none, the lock is not held.
     Semaphore semaphore(redlock, plan.spec.keys.lock, plan.limit);

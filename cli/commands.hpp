@@ -32,6 +32,8 @@ struct AcquireOptions {
   std::string owner;
   std::size_t limit = 0;  // --limit: 0 for a mutex
   std::string fence_ttl = "30d";
+  bool shared = false;              // --shared: a reader
+  bool no_writer_priority = false;  // --no-writer-priority: a reader goes in past waiting writers
 };
 
 // What the acquire options come to, checked.
@@ -64,7 +66,7 @@ void write_token_file(const std::string& path, const std::string& token);
 AcquirePlan plan_acquire(const AcquireOptions& options, const GlobalOptions& global);
 // The JSON of an acquisition (acquire, and run's report).
 void json_acquisition(Json& j, const AcquireResult& r);
-// With --limit: "limit" and the "slot" taken (null when none).
+// With --limit: "limit" and the "slot" taken (null when none); with --shared: "mode":"shared".
 void json_slot(Json& j, const AcquirePlan& plan);
 // A busy lock's holder: {"owner": the owner record's name or null, "ttl_ms": until it could be free, or null}.
 Json json_holder(const Holder& holder);
@@ -91,6 +93,24 @@ OptionRow<Settings> limit_row(std::size_t Settings::*limit) {
           .target = limit,
           .check = limit_range};
 }
+// --shared (REDLOCK_SHARED): the lock is taken, renewed and released as a reader of the shared
+// mode. One row, in the table of every command that takes it.
+template <class Settings>
+OptionRow<Settings> shared_row(bool Settings::*shared) {
+  return {.flags = "--shared",
+          .env = "REDLOCK_SHARED",
+          .takes_value = false,
+          .help = "a reader: held with other readers at once, never with a writer (an exclusive lock of NAME)",
+          .target = shared};
+}
+// KEYS as a reader's with SHARED; --shared with --limit (LIMIT > 0) is a usage error.
+LockKeys mode_keys(LockKeys keys, bool shared, std::size_t limit);
+// `status NAME --shared`, or a NAME whose lock holds the readers' marker: the writer, the readers
+// that hold on a quorum and the writers waiting.
+int run_shared_status(Redlock& redlock, const std::string& name, const LockKeys& keys, const GlobalOptions& global);
+// Whether the readers of KEYS hold TOKEN on a quorum, as a status (held, with the reader's TTL).
+StatusResult reader_status(Redlock& redlock, const LockKeys& keys, const std::string& token);
+
 // Takes PLAN's lock as WAIT says: a slot of the semaphore with --limit, whose keys then become
 // PLAN's (and PLAN.slot says which), else the lock itself.
 AcquireResult take_lock(Redlock& redlock, AcquirePlan& plan);

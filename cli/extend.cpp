@@ -21,6 +21,7 @@ struct ExtendOptions {
   std::string token_file;
   std::string ttl;  // empty: none asked for, so the lock keeps its own (see kFallbackTtl)
   std::size_t limit = 0;
+  bool shared = false;
 };
 
 using E = ExtendOptions;
@@ -43,10 +44,11 @@ const OptionRow<E> kExtendOptions[] = {
      .help = "new expiry (default: the TTL the lock was taken with, or what it has left if longer; never shorter)",
      .target = &E::ttl},
     limit_row(&E::limit),
+    shared_row(&E::shared),
 };
 
 int run_extend(const ExtendOptions& o, const GlobalOptions& global) {
-  LockKeys keys = lock_keys(global, o.name);
+  LockKeys keys = mode_keys(lock_keys(global, o.name), o.shared, o.limit);
   const std::string token = held_token(global, o.token, o.token_file, keys.lock, true);
   if (token.empty()) usage_error("extend needs --token TOKEN or --token-file FILE (or REDLOCK_TOKEN)");
   const bool keep_longer = o.ttl.empty();
@@ -72,6 +74,7 @@ int run_extend(const ExtendOptions& o, const GlobalOptions& global) {
   return answer_held(global, "extend", o.name, keys.lock, outcome, [&](Json& j) {
     j["ttl_ms"] = whole_ms(r.extended ? r.ttl : ttl);
     j["validity_ms"] = r.extended ? json_ms(r.validity) : 0.0;
+    if (o.shared) j["mode"] = "shared";
   });
 }
 

@@ -15,6 +15,7 @@ struct ReleaseOptions {
   std::string token_file;
   bool force = false;
   std::size_t limit = 0;
+  bool shared = false;
 };
 
 using Rel = ReleaseOptions;
@@ -36,6 +37,7 @@ const OptionRow<Rel> kReleaseOptions[] = {
      .help = "delete the lock whoever holds it (never a key that cannot be a lock)",
      .target = &Rel::force},
     limit_row(&Rel::limit),
+    shared_row(&Rel::shared),
 };
 
 ReleaseResult release_lock(Redlock& redlock, const ReleaseOptions& o, const LockKeys& keys, const std::string& token,
@@ -50,7 +52,7 @@ ReleaseResult release_lock(Redlock& redlock, const ReleaseOptions& o, const Lock
 }
 
 int run_release(const ReleaseOptions& o, const GlobalOptions& global) {
-  LockKeys keys = lock_keys(global, o.name);
+  LockKeys keys = mode_keys(lock_keys(global, o.name), o.shared, o.limit);
   bool force = o.force;
   // REDLOCK_TOKEN stands in for --token, but never turns a --force into a usage error; and a
   // --token on the command line beats a REDLOCK_FORCE (flag, then environment).
@@ -71,6 +73,7 @@ int run_release(const ReleaseOptions& o, const GlobalOptions& global) {
   return answer_held(global, "release", o.name, keys.lock, outcome, [&](Json& j) {
     j["deleted"] = r.deleted;
     j["forced"] = force;
+    if (o.shared) j["mode"] = "shared";
   });
 }
 

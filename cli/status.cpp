@@ -13,6 +13,7 @@ namespace {
 struct StatusOptions {
   std::string name;
   std::size_t limit = 0;
+  bool shared = false;
 };
 
 // One row of the server table, without the padding that an empty last column would leave at its end.
@@ -58,11 +59,16 @@ void print_table(const StatusOptions& o, const StatusResult& r) {
 }
 
 int run_status(const StatusOptions& o, const GlobalOptions& global) {
-  LockKeys keys = lock_keys(global, o.name);
+  LockKeys keys = mode_keys(lock_keys(global, o.name), o.shared, o.limit);
   auto transport = connect_servers(global);
   Redlock redlock(*transport, request_timeout(global));
   if (o.limit > 0) return run_semaphore_status(redlock, o.name, keys, o.limit, global);
+  if (o.shared) return run_shared_status(redlock, o.name, keys, global);
   StatusResult r = redlock.status(keys);
+  // Readers keep their marker in the lock: what they hold is in their sorted set.
+  const bool marked = std::any_of(r.servers.begin(), r.servers.end(),
+                                  [](const ServerReport& s) { return s.value == std::string(kSharedMarker); });
+  if (marked) return run_shared_status(redlock, o.name, keys, global);
   // A semaphore leaves NAME's own key free: its stored limit tells it is one (read only then).
   if (r.state == LockState::Free) {
     if (auto limit = stored_limit(redlock, keys)) return run_semaphore_status(redlock, o.name, keys, *limit, global);
@@ -100,7 +106,8 @@ int run_status(const StatusOptions& o, const GlobalOptions& global) {
   return r.state == LockState::Held ? exit_code::kOk : exit_code::kNotHeld;
 }
 
-const OptionRow<StatusOptions> kStatusOptions[] = {limit_row(&StatusOptions::limit)};
+const OptionRow<StatusOptions> kStatusOptions[] = {limit_row(&StatusOptions::limit),
+                                                   shared_row(&StatusOptions::shared)};
 
 }  // namespace
 

@@ -83,7 +83,7 @@ _redlock_main() {
         --tls-server-name --tls-insecure --json -v --verbose -q --quiet --prefix -h --help -V --version"
     local commands="acquire extend release status run elect doctor list watch completion"
     local acquire_opts="--ttl -n --nonblock -w --wait -E --conflict-exit-code --token --token-file
-        --retry-delay --drift --owner --limit --fence-ttl"
+        --retry-delay --drift --owner --limit --shared --no-writer-priority --fence-ttl"
     local run_opts="$acquire_opts -c --command --renew --signal -k --kill-after --lost-exit-code --report
         --min-hold --max-hold"
     local elect_opts="$run_opts --once --max-terms --observe"
@@ -152,9 +152,9 @@ _redlock_main() {
     local opts=$global_opts
     case $cmd in
         acquire) opts+=" $acquire_opts" ;;
-        extend) opts+=" --token --ttl --limit" ;;
-        release) opts+=" --token --force --limit" ;;
-        status) opts+=" --limit" ;;
+        extend) opts+=" --token --ttl --limit --shared" ;;
+        release) opts+=" --token --force --limit --shared" ;;
+        status) opts+=" --limit --shared" ;;
         run) opts+=" $run_opts" ;;
         elect) opts+=" $elect_opts" ;;
         doctor) opts+=" --ttl" ;;

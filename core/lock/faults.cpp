@@ -14,6 +14,7 @@ constexpr std::array<std::pair<Fault, std::string_view>, 6> kNames{{
     {Fault::InheritAnyToken, "inherit-any-token"},
     {Fault::SemaphoreExtraSlot, "semaphore-extra-slot"},
     {Fault::SemaphoreMajority, "semaphore-majority"},
+    {Fault::SharedIgnoresWriter, "shared-ignores-writer"},
 }};
 
 std::array<bool, kNames.size()> g_on{};

@@ -11,6 +11,8 @@
 //   semaphore-extra-slot  a semaphore has one slot more than its limit
 //   semaphore-majority  a semaphore as some peers build one, unsafe: each server admits a holder
 //                 while it has fewer than K of its own, and a simple majority admitting is "held"
+//   shared-ignores-writer  a reader's scripts are given another key than the lock: readers never
+//                 see a writer, and writers never see the readers' marker
 // Only faults.cpp differs between the two binaries: in the real one, choose() does nothing and
 // enabled() is always false, whatever the environment says.
 #pragma once
@@ -19,7 +21,8 @@
 
 namespace redlock::faults {
 
-enum class Fault { ReleaseAny, NoValidity, HalfQuorum, InheritAnyToken, SemaphoreExtraSlot, SemaphoreMajority };
+enum class Fault { ReleaseAny, NoValidity, HalfQuorum, InheritAnyToken, SemaphoreExtraSlot, SemaphoreMajority,
+                   SharedIgnoresWriter };
 
 // The faults named in NAMES (comma-separated; unknown names are ignored) are on from now on.
 void choose(std::string_view names);

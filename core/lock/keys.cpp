@@ -30,13 +30,25 @@ constexpr std::string_view kSlotInfix = ":redlock:slot:";
 
 LockKeys derive_keys(const std::string& key) {
   const std::string base = helper_base(key);
-  return LockKeys{key, base + ":redlock:fence", base + ":redlock:owner", base + ":redlock:wake",
-                  base + ":redlock:waiters"};
+  return LockKeys{key,
+                  base + ":redlock:fence",
+                  base + ":redlock:owner",
+                  base + ":redlock:wake",
+                  base + ":redlock:waiters",
+                  base + ":redlock:readers",
+                  base + ":redlock:writers",
+                  base + ":redlock:readerowners"};
 }
 
 std::string waiter_key(const LockKeys& keys, const std::string& id) {
   // The release script finds it from the channel's name the same way (see release.lua).
   return keys.channel.substr(0, keys.channel.size() - std::string_view("wake").size()) + "waiter:" + id;
+}
+
+LockKeys derive_reader_keys(const std::string& key) {
+  LockKeys keys = derive_keys(key);
+  keys.reader = true;
+  return keys;
 }
 
 SemaphoreKeys derive_semaphore_keys(const std::string& key, std::size_t limit) {
@@ -53,8 +65,8 @@ SemaphoreKeys derive_semaphore_keys(const std::string& key, std::size_t limit) {
 }
 
 bool is_helper_key(const std::string& key) {
-  for (const char* suffix :
-       {":redlock:fence", ":redlock:owner", ":redlock:wake", ":redlock:limit", ":redlock:waiters"}) {
+  for (const char* suffix : {":redlock:fence", ":redlock:owner", ":redlock:wake", ":redlock:limit", ":redlock:waiters",
+                             ":redlock:readers", ":redlock:writers", ":redlock:readerowners"}) {
     if (ends_with(key, suffix)) return true;
   }
   // A waiter's heartbeat key: ":redlock:waiter:" and hex digits.

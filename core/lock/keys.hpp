@@ -16,12 +16,23 @@ struct LockKeys {
   std::string owner;    // who holds it and since when: same expiry as the lock
   std::string channel;  // wake-up messages on release and acquisition
   std::string waiters;  // the waiters' queue: a sorted set of waiter ids by arrival
+  // The shared mode (`--shared`): the readers and the waiting writers, sorted sets of tokens scored
+  // by their expiry on the server's clock, and the readers' owner records. A writer (any exclusive
+  // acquire) names them too: it is refused while readers hold and waits among the writers.
+  std::string readers;
+  std::string writers;
+  std::string reader_owners;
+  bool reader = false;  // these keys are a reader's: its scripts are join, stay and leave
 };
 
 // The heartbeat key of waiter ID in the queue of KEYS: while it lives, the waiter is alive.
 std::string waiter_key(const LockKeys& keys, const std::string& id);
 
 LockKeys derive_keys(const std::string& key);
+// KEY's keys as a reader of the shared mode uses them.
+LockKeys derive_reader_keys(const std::string& key);
+// The value the lock holds while readers hold it: never a token (refused as --token).
+inline constexpr const char* kSharedMarker = "redlock:shared";
 
 // The keys of a semaphore over KEY (`--limit`): its limit, stored beside it, and its slots, each
 // an ordinary lock of its own (its own fence and owner record) whose wake-up channel is KEY's, so
@@ -37,9 +48,10 @@ struct SemaphoreKeys {
 SemaphoreKeys derive_semaphore_keys(const std::string& key, std::size_t limit);
 
 // Whether KEY ends as a helper key does (":redlock:fence", ":redlock:owner", ":redlock:wake",
-// ":redlock:limit", ":redlock:waiters", ":redlock:slot:" and digits, ":redlock:waiter:" and hex
-// digits): a lock of that name could be another lock's helper key or a semaphore's slot, and be
-// overwritten by its owner record or share its holders.
+// ":redlock:limit", ":redlock:waiters", ":redlock:readers", ":redlock:writers", ":redlock:readerowners",
+// ":redlock:slot:" and digits, ":redlock:waiter:" and hex digits): a lock of that name could be
+// another lock's helper key or a semaphore's slot, and be overwritten by its owner record or share
+// its holders.
 bool is_helper_key(const std::string& key);
 
 // The lock a helper key belongs to: KEY is "{LOCK}:redlock:WORD" (or "LOCK:redlock:WORD" for a

@@ -58,6 +58,7 @@ struct Vote {
   bool announces = false;             // busy: the holder keeps an owner record (a redlock holder)
   std::optional<std::string> record;  // busy: the holder's owner record
   bool joined = false;                // busy: the caller joined the queue of waiters
+  bool behind_readers = false;        // busy where readers hold: the writer is to queue there
   ServerReport report;
 };
 
@@ -84,6 +85,7 @@ Vote read_vote(const Network& network, std::size_t server, const std::optional<R
   v.announces = reply.elements.size() > 4 && reply.elements[4].as_integer().value_or(0) == 1;
   if (reply.elements.size() > 5 && reply.elements[5].type == Reply::Type::String) v.record = reply.elements[5].str;
   v.joined = reply.elements.size() > 6 && reply.elements[6].as_integer().value_or(0) == 1;
+  v.behind_readers = reply.elements.size() > 7 && reply.elements[7].as_integer().value_or(0) == 1;
   if (*state == 1 || *state == 2) {
     v.kind = Vote::Kind::Yes;
     v.report = answer_report(network, server, *r, *state == 1 ? Answer::Locked : Answer::Reacquired, true);
@@ -235,6 +237,44 @@ Request fence_request(const LockSpec& spec, const std::string& fence) {
   Request r = Request::eval(kFenceScript, {spec.keys.fence}, {fence, ms_count(spec.fence_ttl)});
   r.with_body = true;
   return r;
+}
+
+// The lock as a reader's scripts see it: in redlock-faulty with shared-ignores-writer (a negative
+// control), a key no writer uses, so that readers and writers never meet.
+std::string reader_lock(const LockKeys& k) {
+  return faults::enabled(faults::Fault::SharedIgnoresWriter) ? k.lock + ":ignored" : k.lock;
+}
+
+// The acquire script of KEYS' role: a reader joins the readers; anyone else is a writer, which
+// takes the lock as the mutex does (and is told where readers hold it).
+Request acquire_request(const LockSpec& spec, const std::string& owner) {
+  const LockKeys& k = spec.keys;
+  if (k.reader) {
+    Request r = Request::eval(kJoinScript, {reader_lock(k), k.fence, k.readers, k.writers, k.reader_owners, k.owner},
+                              {spec.token, ms_count(spec.ttl), owner, k.channel, spec.writer_priority ? "1" : "0"});
+    r.replicated = true;
+    return r;
+  }
+  // Both expiries in one argument, and a waiter's id and heartbeat: see acquire.lua.
+  std::string ttls = ms_count(spec.ttl) + " " + ms_count(spec.fence_ttl);
+  if (!spec.waiter.empty()) ttls += " " + spec.waiter + " " + ms_count(spec.heartbeat);
+  Request r = Request::eval(kAcquireScript, {k.lock, k.fence, k.owner}, {spec.token, ttls, owner, k.channel});
+  r.replicated = true;
+  return r;
+}
+
+// The release script of KEYS' role; WORD is what the waiters are told (released, retracted).
+Request release_request(const LockKeys& k, const std::string& token, bool force, const char* word) {
+  if (k.reader) {
+    return Request::eval(kLeaveScript, {reader_lock(k), k.readers, k.reader_owners},
+                         {token, k.channel, force ? "1" : "0", word});
+  }
+  return Request::eval(kReleaseScript, {k.lock, k.owner}, {token, k.channel, force ? "1" : "0", word});
+}
+
+// The highest fencing counter among COUNTERS, as a reader reads the fence.
+std::int64_t highest(const std::vector<std::int64_t>& counters) {
+  return counters.empty() ? 0 : *std::max_element(counters.begin(), counters.end());
 }
 
 // Whether an attempt short of a quorum may have one by waiting: servers down, frozen, restarting
@@ -519,22 +559,15 @@ struct Redlock::Votes {
   std::vector<std::int64_t> counters;  // the fencing counters of those that took it
   std::vector<std::int64_t> busy_pttl;
   std::vector<std::optional<std::string>> busy_records;
-  std::size_t free_now = 0;  // took it, or found no key at all
-  bool duplicate = false;    // a server turned out to be another configured one
-  Duration took{};           // from the round's start to its decision
+  std::size_t free_now = 0;          // took it, or found no key at all
+  std::vector<bool> behind_readers;  // busy where readers hold: the writer queues there
+  bool duplicate = false;            // a server turned out to be another configured one
+  Duration took{};                   // from the round's start to its decision
 };
 
 AcquireResult Redlock::attempt(const LockSpec& spec) {
   const std::string owner = owner_record(spec.owner, spec.ttl);
-  // Both expiries in one argument: see acquire.lua.
-  std::string ttls = ms_count(spec.ttl) + " " + ms_count(spec.fence_ttl);
-  if (!spec.waiter.empty()) ttls += " " + spec.waiter + " " + ms_count(spec.heartbeat);
-  Round round(network_, [&](std::size_t) {
-    Request r = Request::eval(kAcquireScript, {spec.keys.lock, spec.keys.fence, spec.keys.owner},
-                              {spec.token, ttls, owner, spec.keys.channel});
-    r.replicated = true;
-    return r;
-  });
+  Round round(network_, [&](std::size_t) { return acquire_request(spec, owner); });
   Tally tally;
   network_.run_until(
       [&] {
@@ -553,6 +586,7 @@ AcquireResult Redlock::attempt(const LockSpec& spec) {
   const Duration took = network_.now() - round.started();
   Votes votes = read_votes(round, res);
   votes.took = took;
+  res.writer_queued = queue_writer(spec, votes.behind_readers);
   if (tally.won() && validity(spec.ttl, took, spec.drift) > spec.min_validity && !votes.duplicate) {
     res.owner_record = owner;
     return finish_won(spec, round, tally, votes, std::move(res));
@@ -568,6 +602,7 @@ Redlock::Votes Redlock::read_votes(const Round& round, AcquireResult& res) const
   Votes votes;
   votes.holds.assign(n, false);
   votes.may_hold.assign(n, false);
+  votes.behind_readers.assign(n, false);
   for (std::size_t i = 0; i < n; ++i) {
     const auto& result = round.results()[i];
     Vote v = read_vote(network_, i, result);
@@ -582,6 +617,7 @@ Redlock::Votes Redlock::read_votes(const Round& round, AcquireResult& res) const
       res.holder_announces = res.holder_announces || v.announces;
       ++res.busy_answers;
       res.queued += v.joined ? 1 : 0;
+      votes.behind_readers[i] = v.behind_readers;
     }
     votes.may_hold[i] = v.kind == Vote::Kind::Yes || !result ||
                         (v.kind == Vote::Kind::Failed && (result->ok() || unsure_whether_run(result->failure)));
@@ -597,13 +633,15 @@ AcquireResult Redlock::finish_won(const LockSpec& spec, const Round& round, cons
   const TimePoint decided_at = network_.now();
   TimePoint valid_until = round.started() + spec.ttl - drift_allowance(spec.ttl, spec.drift);
   if (faults::enabled(faults::Fault::NoValidity)) valid_until = kNever;
-  std::optional<std::int64_t> fence = agreed_fence(votes.counters, tally.needed());
+  // A reader reads the fence and stores nothing: the highest counter on its quorum is above the
+  // fence of every writer before it, whose quorum shares a server with the reader's.
+  std::optional<std::int64_t> fence =
+      spec.keys.reader ? highest(votes.counters) : agreed_fence(votes.counters, tally.needed());
   std::string duplicate_error;
-  if (fence) {
+  if (!spec.keys.reader && fence) {
     spread_fence(spec, *fence, round.results());
-  } else {
-    const std::int64_t highest = *std::max_element(votes.counters.begin(), votes.counters.end());
-    fence = write_fence(spec, highest, valid_until, duplicate_error);
+  } else if (!spec.keys.reader) {
+    fence = write_fence(spec, highest(votes.counters), valid_until, duplicate_error);
   }
   const TimePoint now = network_.now();
   if (fence && valid_until - now > spec.min_validity && duplicate_error.empty()) {
@@ -648,9 +686,7 @@ void Redlock::release_taken(const LockSpec& spec, const std::vector<bool>& holds
   // Servers that have not answered get the release too: on the same connection it follows the
   // acquire, so a late SET is undone in order. Only those known to hold are waited for.
   Round round(network_, may_hold, [&](std::size_t i) {
-    Request r = Request::eval(
-        kReleaseScript, {spec.keys.lock, spec.keys.owner},
-        {spec.token, spec.keys.channel, faults::enabled(faults::Fault::ReleaseAny) ? "1" : "0", "retracted"});
+    Request r = release_request(spec.keys, spec.token, faults::enabled(faults::Fault::ReleaseAny), "retracted");
     // A server that has not answered may run it much later, whatever its script cache holds then.
     r.with_body = !holds[i];
     return r;
@@ -712,20 +748,49 @@ class QueuePlace {
 }  // namespace
 
 AcquireResult Redlock::acquire(const LockSpec& spec, const WaitOptions& wait) {
-  if (!wait.wait) return acquire_with(spec.keys.channel, spec.ttl, wait, [&] { return attempt(spec); });
-  // Only a caller that waits queues: a single attempt has no turn to be woken for.
+  // Only a caller that waits queues: a single attempt has no turn to be woken for. Readers do not
+  // queue: they are many, and another's acquisition does not send a reader back to sleep.
   LockSpec queued = spec;
-  queued.waiter = make_token().substr(0, 16);
-  QueuePlace place(network_, QueuedWaiter{queued.waiter, spec.keys.channel + ":" + queued.waiter,
-                                          waiter_key(spec.keys, queued.waiter), spec.keys.waiters, spec.heartbeat});
-  return acquire_with(
+  std::optional<QueuePlace> place;
+  if (wait.wait && !spec.keys.reader) {
+    queued.waiter = make_token().substr(0, 16);
+    place.emplace(network_, QueuedWaiter{queued.waiter, spec.keys.channel + ":" + queued.waiter,
+                                         waiter_key(spec.keys, queued.waiter), spec.keys.waiters, spec.heartbeat});
+  }
+  bool writer_queued = false;
+  AcquireResult res = acquire_with(
       spec.keys.channel, spec.ttl, wait,
       [&] {
-        AcquireResult res = attempt(queued);
-        place.note(res);
-        return res;
+        AcquireResult r = attempt(queued);
+        if (place) place->note(r);
+        writer_queued = writer_queued || r.writer_queued;
+        return r;
       },
-      false, &place.waiter());
+      spec.keys.reader, place ? &place->waiter() : nullptr);
+  if (writer_queued) withdraw(spec.keys, spec.token);
+  return res;
+}
+
+bool Redlock::queue_writer(const LockSpec& spec, const std::vector<bool>& where) {
+  // Not waited for: the queue only holds new readers back (writer priority); safety is the marker's.
+  if (std::none_of(where.begin(), where.end(), [](bool b) { return b; })) return false;
+  Round(network_, where, [&](std::size_t) {
+    Request r = Request::eval(kQueueScript, {spec.keys.writers}, {spec.token, ms_count(spec.ttl)});
+    r.with_body = true;
+    return r;
+  }).abandon();
+  return true;
+}
+
+void Redlock::withdraw(const LockKeys& keys, const std::string& token) {
+  // Everywhere, without waiting (an entry left behind would hold readers back for its whole TTL),
+  // whether the writer took the lock or not. With the body, as the fence's: nobody stays to answer
+  // a NOSCRIPT.
+  Round(network_, [&](std::size_t) {
+    Request r = Request::eval(kWithdrawScript, {keys.writers}, {token, keys.channel});
+    r.with_body = true;
+    return r;
+  }).abandon();
 }
 
 AcquireResult Redlock::acquire_with(const std::string& channel, Duration ttl, const WaitOptions& wait,
@@ -775,8 +840,10 @@ ExtendRound::ExtendRound(Network& network, const LockKeys& keys, const std::stri
         // With its body, as release's: the answer of a server after the quorum is not waited for,
         // and one that lost its script cache (restart, SCRIPT FLUSH) would answer a bare EVALSHA
         // with a NOSCRIPT nobody reads, keeping the old expiry there.
-        Request r = Request::eval(kExtendScript, {keys.lock, keys.owner},
-                                  {token, ms_count(ttl), keep_longer ? "1" : "0", keys.channel});
+        Request r = keys.reader ? Request::eval(kStayScript, {reader_lock(keys), keys.readers, keys.reader_owners},
+                                                {token, ms_count(ttl), keep_longer ? "1" : "0", keys.channel})
+                                : Request::eval(kExtendScript, {keys.lock, keys.owner},
+                                                {token, ms_count(ttl), keep_longer ? "1" : "0", keys.channel});
         r.with_body = true;
         r.replicated = true;
         return r;
@@ -922,15 +989,13 @@ ReleaseResult Redlock::check_forced(const LockKeys& keys) {
 }
 
 ReleaseResult Redlock::release(const LockKeys& keys, const std::string& token, bool force, ReleaseWait wait) {
-  if (force) {
+  if (force && !keys.reader) {
     // Whatever is not a lock on any server that answers is refused before anything is deleted.
     ReleaseResult checked = check_forced(keys);
     if (checked.not_a_lock) return checked;
   }
   Round round(network_, [&](std::size_t) {
-    bool any = force || faults::enabled(faults::Fault::ReleaseAny);
-    Request r =
-        Request::eval(kReleaseScript, {keys.lock, keys.owner}, {token, keys.channel, any ? "1" : "0", "released"});
+    Request r = release_request(keys, token, force || faults::enabled(faults::Fault::ReleaseAny), "released");
     // Waiting for the outcome only, the process may be gone before a server that lost its script
     // cache (a restart, SCRIPT FLUSH) answers NOSCRIPT: the script goes with its body, so that no
     // server left unwaited for needs a second round trip to drop the lock.

@@ -100,6 +100,8 @@ struct LockSpec {
   // its heartbeat, of this expiry, lives (see Wakeups).
   std::string waiter;
   Duration heartbeat = kDefaultHeartbeat;
+  // A reader (keys.reader) is refused while a writer waits; false lets it in (--no-writer-priority).
+  bool writer_priority = true;
 };
 
 struct AcquireResult;
@@ -137,6 +139,9 @@ struct AcquireResult {
   // Busy: how many servers answered busy, and how many of them queued the caller as a waiter.
   std::size_t busy_answers = 0;
   std::size_t queued = 0;
+  // Refused by readers somewhere: the writer queued among the shared mode's waiting writers there
+  // (Redlock::acquire withdraws it when the acquire ends).
+  bool writer_queued = false;
   std::string message;  // why not, in words
 };
 
@@ -285,8 +290,13 @@ class Redlock {
   ReleaseResult release(const LockKeys& keys, const std::string& token, bool force,
                         ReleaseWait wait = ReleaseWait::EveryServer);
   StatusResult status(const LockKeys& keys);
+  // A writer that stops waiting leaves the waiting writers on every server (not waited for).
+  void withdraw(const LockKeys& keys, const std::string& token);
 
  private:
+  // A writer refused by readers on the servers in WHERE enters itself among the waiting writers
+  // there (not waited for); whether it did anywhere.
+  bool queue_writer(const LockSpec& spec, const std::vector<bool>& where);
   struct Votes;
   // One acquire round: the votes, then the lock (fenced) or what stood in the way.
   AcquireResult attempt(const LockSpec& spec);

@@ -30,7 +30,10 @@ constexpr Duration kResubscribeDelay = std::chrono::seconds(1);
 constexpr Duration kMinSubscribeDeadline = std::chrono::seconds(1);
 
 Failure classify_error_reply(const std::string& text) {
-  if (text.starts_with("NOAUTH") || text.starts_with("WRONGPASS") || text.starts_with("NOPERM")) {
+  // A server that wants a password answers a request of more than ten words from a client that
+  // has given none with this instead of NOAUTH (the shared mode's scripts name more keys).
+  if (text.starts_with("NOAUTH") || text.starts_with("WRONGPASS") || text.starts_with("NOPERM") ||
+      text.starts_with("ERR Protocol error: unauthenticated")) {
     return Failure::Auth;
   }
   return Failure::Reply;

@@ -19,13 +19,14 @@ class Hold:
     can only overstate a hold, never shorten one."""
 
     __slots__ = ("w", "n", "start", "end", "fence", "token", "code", "outcome", "exit_how", "exit_sig", "wrote",
-                 "fenced_answer", "attempt", "done", "report", "slot")
+                 "fenced_answer", "attempt", "done", "report", "slot", "reader")
 
     def __init__(self, w, n):
         self.w, self.n = w, n
         self.start = self.end = None
         self.fence = self.token = self.code = self.outcome = self.exit_how = self.exit_sig = None
         self.slot = None  # a semaphore's holder: its slot (REDLOCK_SLOT)
+        self.reader = False  # a reader of the shared mode (--shared)
         self.wrote = False
         self.fenced_answer = None
         self.attempt = self.done = None
@@ -54,6 +55,7 @@ def holds(events):
             c.fence = e.get("fence")
             c.token = e.get("token")
             c.slot = e.get("slot")
+            c.reader = bool(e.get("reader"))
         elif ev == "exit":
             c.end = e["t"] if c.end is None else min(c.end, e["t"])
             c.exit_how = e.get("how")
@@ -106,6 +108,33 @@ def over_limit(hs, limit):
             first = min(active, key=lambda a: a.start)
             found.append((first, h, min(a.end for a in active) - h.start))
     return found
+
+
+def shared_overlaps(hs):
+    """The shared mode's overlaps: pairs of holds that overlap in time where one is a writer
+    (readers may overlap one another), in the shape of overlaps()."""
+    found = []
+    ordered = sorted(hs, key=lambda h: h.start)
+    for i, a in enumerate(ordered):
+        for b in ordered[i + 1:]:
+            if b.start >= a.end:
+                continue
+            if not (a.reader and b.reader):
+                found.append((a, b, min(a.end, b.end) - b.start))
+    return found
+
+
+def shared_fence_violations(hs):
+    """The shared mode's fences: the writers' increase as fence_violations() says; a reader's (the
+    highest counter on its quorum) is at least the fence of every writer that left before it came."""
+    writers = [h for h in hs if not h.reader]
+    bad = fence_violations(writers)
+    for r in (h for h in hs if h.reader):
+        before = [w for w in writers if w.end <= r.start and w.fence is not None]
+        last = max(before, key=lambda w: w.fence, default=None)
+        if last is not None and (r.fence is None or r.fence < last.fence):
+            bad.append((last, r, "a reader's fence below an earlier writer's"))
+    return bad
 
 
 def most_at_once(hs):

@@ -511,7 +511,7 @@ def wait_limits_ms(env):
 
 
 def summarize(env, name, exclude=(), acceptable_codes=(0, 75, 79, 69), expect_cycles=1, heal_bound_s=None,
-              quiet_end=True, unfenced_may_lose=False, limit=None):
+              quiet_end=True, unfenced_may_lose=False, limit=None, shared=False):
     """The common checkers over ENV's history. EXCLUDE: cycles left out of the overlap check (a
     holder the scenario paused on purpose). Returns a Summary with `failures` for the criteria every
     scenario shares: no overlap, no lost update, fences increasing, no stale write accepted, no
@@ -519,13 +519,18 @@ def summarize(env, name, exclude=(), acceptable_codes=(0, 75, 79, 69), expect_cy
     again within that many seconds of every heal. UNFENCED_MAY_LOSE: the scenario lets a stale
     holder write on purpose (only the fenced counter must stay exact). LIMIT: a semaphore's (--limit):
     no more than LIMIT holds at once (instead of no overlap), fences increasing per slot, and the
-    counters, which LIMIT holders share, not judged."""
+    counters, which LIMIT holders share, not judged. SHARED: the shared mode's (--shared readers
+    beside writers): only overlaps with a writer count, and a reader's fence is checked against the
+    writers before it (readers write nothing, so the counters are the writers' alone)."""
     events = env.history()
     hs = checkers.holds(events)
     t0 = env.t_start or (events[0]["t"] if events else 0)
     final = env.resource.final()
-    ov = checkers.overlaps(hs, exclude) if limit is None else checkers.over_limit(hs, limit)
-    fences = checkers.fence_violations(hs) if limit is None else checkers.slot_fence_violations(hs)
+    if shared:
+        ov, fences = checkers.shared_overlaps(hs), checkers.shared_fence_violations(hs)
+    else:
+        ov = checkers.overlaps(hs, exclude) if limit is None else checkers.over_limit(hs, limit)
+        fences = checkers.fence_violations(hs) if limit is None else checkers.slot_fence_violations(hs)
     stale = checkers.stale_accepted(final["fenced_log"])
     stale_plain = checkers.stale_accepted(final["plain_log"])
     lost_fenced = checkers.lost_updates(final["fenced"], len(final["fenced_log"]))

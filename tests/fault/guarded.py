@@ -166,9 +166,11 @@ def write_counters(conn, fence, who, plain, fenced):
     return answers
 
 
-def critical_section(history, who, fence, token, resource, hold_s, marker=None, deadline_ns=None, extra=None):
+def critical_section(history, who, fence, token, resource, hold_s, marker=None, deadline_ns=None, extra=None,
+                     write=True):
     """The read-modify-write, with its enter/write/exit records. DEADLINE_NS (monotonic): a careful
-    client's own validity deadline; past it (minus a margin) the write is skipped."""
+    client's own validity deadline; past it (minus a margin) the write is skipped. WRITE false: a
+    reader, which reads and writes nothing."""
     w, n = who.split(":")
     base = {"w": int(w), "n": int(n)}
     enter = dict(base, ev="enter", t=time.monotonic_ns(), pid=os.getpid(), fence=fence, token=token)
@@ -181,7 +183,9 @@ def critical_section(history, who, fence, token, resource, hold_s, marker=None, 
     try:
         plain, fenced = read_counters(conn)
         time.sleep(hold_s)
-        if deadline_ns is not None and time.monotonic_ns() > deadline_ns - 20_000_000:
+        if not write:
+            pass
+        elif deadline_ns is not None and time.monotonic_ns() > deadline_ns - 20_000_000:
             append(history, dict(base, ev="skip", t=time.monotonic_ns(), why="validity nearly over"))
         else:
             answers = write_counters(conn, fence, who, plain, fenced)
@@ -218,10 +222,14 @@ def main():
     if env.get("FAULT_IGNORE") == "1":
         for sig in (_signal.SIGTERM, _signal.SIGINT, _signal.SIGHUP):
             _signal.signal(sig, _signal.SIG_IGN)
+    # A reader of the shared mode reads the counters and writes nothing.
+    reader = env.get("FAULT_READER") == "1"
     critical_section(history, who, int(env["REDLOCK_FENCE"]), env["REDLOCK_TOKEN"], env["FAULT_RESOURCE"],
                      int(env.get("FAULT_HOLD_MS", "20")) / 1000.0, marker=marker,
                      extra=dict({"ttl_ms": int(env.get("REDLOCK_TTL_MS", "0"))},
-                                **({"slot": int(env["REDLOCK_SLOT"])} if env.get("REDLOCK_SLOT") else {})))
+                                **({"slot": int(env["REDLOCK_SLOT"])} if env.get("REDLOCK_SLOT") else {}),
+                                **({"reader": True} if reader else {})),
+                     write=not reader)
 
 
 if __name__ == "__main__":

@@ -274,6 +274,32 @@ def semaphore_cuts(ctx):
 
 
 # ---------------------------------------------------------------------------------------------
+# The shared mode (--shared): readers at once, a writer alone
+
+@scenario("shared", "S1 S2 S9 S11", 8)
+def shared(ctx):
+    """8 `run --shared` readers and 3 writers (plain `run`) on one name while 1-2 of 5 servers are
+    paused, rotating: a writer never overlaps anyone, readers overlap, writers get in, the writers'
+    fences increase and a reader's is at least every earlier writer's."""
+    env = env_for(ctx, "shared")
+    try:
+        for _ in range(8):
+            env.add_worker(mode="run", run_args=["--shared"], env_extra={"FAULT_READER": "1"}, hold_ms=(30, 150))
+        for _ in range(3):
+            env.add_worker(mode="run", hold_ms=(10, 40))
+        env.run(ctx.seconds, pause_minority)
+        s = summarize(env, "shared", expect_cycles=10, shared=True)
+        readers = [h for h in s.holds if h.reader]
+        s["readers_at_once"] = checkers.most_at_once(readers)
+        s["writer_holds"] = len(s.holds) - len(readers)
+        s.check(s["readers_at_once"] >= 2, "readers never overlapped")
+        s.check(s["writer_holds"] >= 1, "no writer got in")
+        return s
+    finally:
+        env.close()
+
+
+# ---------------------------------------------------------------------------------------------
 # S2: minority faults (pause, crash, drops and partitions, delay and stalls)
 
 

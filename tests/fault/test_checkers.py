@@ -175,5 +175,32 @@ class Semaphore(unittest.TestCase):
         self.assertEqual([why for _, _, why in checkers.slot_fence_violations(no_slot)], ["no slot"])
 
 
+def reader_cycle(w, n, start, end, fence):
+    ev = cycle(w, n, start, end, fence)
+    ev[1]["reader"] = True
+    return ev
+
+
+class Shared(unittest.TestCase):
+    def test_readers_may_overlap_one_another_never_a_writer(self):
+        readers = checkers.holds(history(reader_cycle(0, 1, 100, 400, 0), reader_cycle(1, 1, 150, 300, 0),
+                                         cycle(2, 1, 400, 500, 7)))
+        self.assertEqual(checkers.shared_overlaps(readers), [])
+        self.assertNotEqual(checkers.overlaps(readers), [])
+        bad = checkers.holds(history(reader_cycle(0, 1, 100, 400, 0), cycle(2, 1, 350, 500, 7),
+                                     cycle(3, 1, 450, 600, 8)))
+        self.assertEqual([(a.w, b.w, d) for a, b, d in checkers.shared_overlaps(bad)], [(0, 2, 50), (2, 3, 50)])
+
+    def test_a_readers_fence_is_at_least_every_earlier_writers(self):
+        good = checkers.holds(history(cycle(2, 1, 100, 200, 7), reader_cycle(0, 1, 250, 300, 7),
+                                      reader_cycle(1, 1, 260, 280, 7), cycle(2, 2, 300, 400, 8)))
+        self.assertEqual(checkers.shared_fence_violations(good), [])
+        stale = checkers.holds(history(cycle(2, 1, 100, 200, 7), reader_cycle(0, 1, 250, 300, 6)))
+        self.assertEqual([why for _, _, why in checkers.shared_fence_violations(stale)],
+                         ["a reader's fence below an earlier writer's"])
+        back = checkers.holds(history(cycle(2, 1, 100, 200, 7), cycle(3, 1, 250, 300, 7)))
+        self.assertNotEqual(checkers.shared_fence_violations(back), [])
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)

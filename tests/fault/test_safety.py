@@ -56,6 +56,11 @@ class Safety(ScenarioTest):
         self.assertPassed(s)
         self.assertEqual(s["most_at_once"], 2)
 
+    def test_shared_readers_overlap_and_a_writer_is_alone_under_a_rotating_minority_paused(self):
+        s = self.run_scenario("shared", 5)
+        self.assertPassed(s)
+        self.assertGreaterEqual(s["readers_at_once"], 2)
+
     def test_s17_script_flush(self):
         self.assertPassed(self.run_scenario("script-flush", 6))
 

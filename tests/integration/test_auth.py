@@ -202,6 +202,10 @@ class Passwords(Servers):
         servers = r.json()["servers"]
         self.assertGreaterEqual([s["result"] for s in servers].count("auth"), 2, servers)
         self.assertIn("NOAUTH", [s for s in servers if s["result"] == "auth"][0]["error"])
+        # A reader's request is longer than a server answers with NOAUTH: still an auth failure.
+        r = self.rl(self.plain_urls(), "--json", "acquire", "--shared", "job")
+        self.assertEqual(r.code, 69, r)
+        self.assertGreaterEqual([s["result"] for s in r.json()["servers"]].count("auth"), 2, r.json()["servers"])
 
     def test_a_wrong_password_is_that_servers_failure_with_its_reason(self):
         only = [url(self.servers[0], WRONG)]
@@ -328,6 +332,9 @@ NEEDED_FOR = {
 # Only for what needs them: a URL that names a database, a NAME with a hash tag of its own.
 FOR_DATABASES = ["+select"]
 FOR_TAGGED_NAMES = ["&locks:*:redlock:wake*"]
+# The shared mode's (--shared) sorted sets and the readers' owner records, beyond the sorted-set
+# commands the rule has for the waiters' queue.
+FOR_SHARED = ["+zscore", "+zcard", "+zcount", "+zrangebyscore", "+zremrangebyscore", "+hset", "+hget", "+hdel"]
 
 
 class LeastPrivilege(unittest.TestCase):
@@ -596,6 +603,27 @@ class LeastPrivilege(unittest.TestCase):
         self.assertEqual(r.code, 69, r)
         self.assertIn("NOPERM", r.stderr)
         self.assertEqual(self.cluster.values("job"), [None] * 3)
+
+    def test_what_the_shared_mode_needs_beyond_the_rule(self):
+        self.set_rule(RULE)
+        self.assertEqual(self.rl("acquire", "--shared", "-n", "job").code, 69)
+        self.cluster.flushall()
+        self.set_rule(RULE + FOR_SHARED)
+        reader = self.rl("acquire", "--shared", "-n", "job")
+        self.assertEqual(reader.code, 0, reader)
+        token = reader.stdout.strip()
+        self.assertEqual(self.rl("acquire", "-n", "job").code, 75)  # a writer, queued, then withdrawn
+        self.assertEqual(self.rl("extend", "--shared", "--token", token, "job").code, 0)
+        self.assertEqual(self.rl("status", "job").code, 0)
+        self.assertEqual(self.rl("release", "--shared", "--token", token, "job").code, 0)
+        self.assertEqual(self.rl("acquire", "-n", "job").code, 0)
+        for part in FOR_SHARED:
+            self.cluster.flushall()
+            self.set_rule(RULE + [p for p in FOR_SHARED if p != part])
+            steps = [self.rl("acquire", "--shared", "-n", "job"), self.rl("acquire", "-n", "job"),
+                     self.rl("status", "job")]
+            steps.append(self.rl("release", "--shared", "--token", steps[0].stdout.strip() or "none", "job"))
+            self.assertNotEqual([r.code for r in steps], [0, 75, 0, 0], part)
 
     def test_what_databases_and_tagged_names_need_beyond_the_rule(self):
         db_urls = [u + "/3" for u in self.urls]

@@ -38,6 +38,8 @@ class FakeNetwork final : public Network {
     std::string role = "master";   // what the transport would have read from ROLE
     std::vector<Request> backlog;  // what a frozen server will run when it thaws
     std::map<std::string, Entry> data;
+    // The shared mode's sorted sets (readers, waiting writers): member -> expiry, on virtual time.
+    std::map<std::string, std::map<std::string, TimePoint>> zsets;
     std::vector<std::string> log;  // script names (or command names), in arrival order
     std::size_t publishes = 0;
     std::vector<std::string> announced;  // what was published, in order
@@ -271,6 +273,12 @@ class FakeNetwork final : public Network {
         q.erase(std::remove(q.begin(), q.end(), waiter), q.end());
         s.data.erase(prefix + "waiter:" + waiter);
       };
+      if (Entry* m = find(i, lock); m && m->type == "string" && m->value == "redlock:shared") {
+        // Readers hold: busy, not queued among the waiters, and the writer is to queue.
+        r.reply = arr({Reply::number(0), Reply::number(0), Reply::number(pttl(i, lock)), Reply::status("string"),
+                       Reply::number(1), Reply::string("readers"), Reply::number(0), Reply::number(1)});
+        return r;
+      }
       // As acquire.lua's bump: one more, or where there is none, the clock's second in microseconds.
       auto incr = [&] {
         std::int64_t c = counter(i, fence) + 1;
@@ -354,6 +362,9 @@ class FakeNetwork final : public Network {
       std::vector<Reply> locks;
       for (std::size_t k = 1; k + 2 < a.size(); k += 3) locks.push_back(status_reply(i, a[k], a[k + 1], a[k + 2]));
       r.reply = arr(std::move(locks));
+    } else if (name == "join" || name == "stay" || name == "leave" || name == "queue" || name == "withdraw" ||
+               name == "readers") {
+      r.reply = shared(i, name, a);
     } else if (name == "probe") {
       r.reply = probe(i, a);
     } else if (name == "SET") {  // SET key value NX, as a semaphore stores its limit
@@ -417,6 +428,88 @@ class FakeNetwork final : public Network {
       ++found;
     }
     return out;
+  }
+
+  // The live members of sorted set KEY on server I, the expired ones dropped.
+  std::map<std::string, TimePoint>& zset(std::size_t i, const std::string& key) {
+    auto& z = servers[i].zsets[key];
+    std::erase_if(z, [this](const auto& m) { return m.second <= now_; });
+    return z;
+  }
+
+  static std::int64_t ms_until(TimePoint t, TimePoint now) {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(t - now).count();
+  }
+
+  // join, stay, leave, queue, withdraw and readers, as their scripts do it (owner records left out).
+  Reply shared(std::size_t i, const std::string& name, const std::vector<std::string>& a) {
+    const auto ms = [](const std::string& text) { return std::chrono::milliseconds(std::stoll(text)); };
+    if (name == "queue") {
+      zset(i, a[1])[a[2]] = now_ + ms(a[3]);
+      return Reply::number(1);
+    }
+    if (name == "withdraw") {
+      const bool removed = zset(i, a[1]).erase(a[2]) > 0;
+      if (removed && zset(i, a[1]).empty() && !a[3].empty()) publish(i, "retracted 1");
+      return Reply::number(removed ? 1 : 0);
+    }
+    if (name == "readers") {
+      std::vector<Reply> readers;
+      for (const auto& [token, until] : zset(i, a[1])) {
+        readers.push_back(arr({Reply::string(token), Reply::number(ms_until(until, now_)), Reply::nil()}));
+      }
+      return arr({Reply::number(static_cast<std::int64_t>(zset(i, a[2]).size())), arr(std::move(readers))});
+    }
+    const std::string& lock = a[1];
+    Entry* e = find(i, lock);
+    const bool marker = e && e->type == "string" && e->value == "redlock:shared";
+    if (name == "join") return join(i, a, e, marker);
+    auto& readers = zset(i, a[2]);
+    const std::string& token = a[4];
+    if (name == "stay") {
+      if (!readers.count(token) || !marker) return Reply::number(0);
+      readers[token] = now_ + ms(a[5]);
+      e->expires = std::max(e->expires, readers[token]);
+      return Reply::number(std::stoll(a[5]));
+    }
+    // leave
+    const bool left = a[6] == "1" ? (readers.clear(), true) : readers.erase(token) > 0;
+    if (marker && readers.empty()) {
+      servers[i].data.erase(lock);
+      if (!a[5].empty()) publish(i, a[7] + " 1");
+    } else if (marker) {
+      TimePoint last = now_;
+      for (const auto& m : readers) last = std::max(last, m.second);
+      e->expires = last;
+    }
+    return Reply::number(left ? 1 : 0);
+  }
+
+  Reply join(std::size_t i, const std::vector<std::string>& a, Entry* e, bool marker) {
+    const std::string &lock = a[1], &fence = a[2], &token = a[7], &channel = a[10], &priority = a[11];
+    const auto ttl = std::chrono::milliseconds(std::stoll(a[8]));
+    auto& readers = zset(i, a[3]);
+    auto& writers = zset(i, a[4]);
+    if (e && !marker) {
+      return arr({Reply::number(0), Reply::number(0), Reply::number(pttl(i, lock)), Reply::status(e->type),
+                  Reply::number(0), Reply::nil()});
+    }
+    const bool ours = readers.count(token) > 0;
+    if (!ours && priority == "1" && !writers.empty()) {
+      TimePoint last = now_;
+      for (const auto& m : writers) last = std::max(last, m.second);
+      return arr({Reply::number(0), Reply::number(0), Reply::number(std::max(pttl(i, lock), ms_until(last, now_))),
+                  Reply::status("string"), Reply::number(1), Reply::string("a waiting writer")});
+    }
+    readers[token] = now_ + ttl;
+    if (!e) {
+      servers[i].data[lock] = Entry{"redlock:shared", "string", now_ + ttl};
+    } else {
+      e->expires = std::max(e->expires, now_ + ttl);
+    }
+    if (!channel.empty()) publish(i, "acquired");
+    return arr({Reply::number(ours ? 2 : 1), Reply::number(counter(i, fence)), Reply::number(0),
+                Reply::status("string"), Reply::number(1)});
   }
 
   // A semaphore's probe: the limit, then each slot's type, value, PTTL and owner record.

@@ -10,9 +10,16 @@
 -- taken, 2 already ours, 0 busy (then the counter is 0: a busy answer carries no fence; announces is
 -- 1 when the holder keeps an owner record, as redlock holders do: they announce their release; and
 -- the record itself follows, false when there is none, so a busy answer can say who holds the lock;
--- then 1 when the caller joined the queue of waiters, 0 when it did not, or could not: an ACL).
+-- then 1 when the caller joined the queue of waiters, 0 when it did not, or could not: an ACL; then 1
+-- when readers of the shared mode hold, 0 otherwise).
 -- A waiter joins the lock's queue when it finds the lock busy and leaves it when it takes the lock
 -- (see queue below); the queue only decides whom a release wakes, never who may take the lock.
+-- While readers of the shared mode hold, KEYS[1] holds their marker 'redlock:shared': the answer is
+-- busy, with the record 'readers' and the last element 1, so that the writer enters itself among
+-- the waiting writers (queue.lua) and new readers hold back. Such a writer does not join the queue
+-- of waiters: the readers' last release wakes every listener on the lock's channel. No more keys
+-- here: another would make the request longer than ten words, too long for a server that wants a
+-- password (see ARGV[2]).
 
 -- TIME is not deterministic: Redis before 5 refuses writes after it unless effects are replicated.
 if redis.replicate_commands then
@@ -94,7 +101,11 @@ if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ttl) then
   return {1, bump(), 0, 'string', 1}
 end
 local kind = redis.call('TYPE', KEYS[1])['ok']
-if kind == 'string' and redis.call('GET', KEYS[1]) == ARGV[1] then
+local value = kind == 'string' and redis.call('GET', KEYS[1])
+if value == 'redlock:shared' then
+  return {0, 0, redis.call('PTTL', KEYS[1]), kind, 1, 'readers', 0, 1}
+end
+if value == ARGV[1] then
   redis.call('PEXPIRE', KEYS[1], ttl)
   if redis.call('PEXPIRE', KEYS[3], ttl) == 0 and ARGV[3] ~= '' then
     redis.call('SET', KEYS[3], ARGV[3], 'PX', ttl)
@@ -112,4 +123,4 @@ if record_kind == 'string' then
   record = redis.call('GET', KEYS[3])
 end
 local joined = queue(true)
-return {0, 0, redis.call('PTTL', KEYS[1]), kind, announces, record, joined}
+return {0, 0, redis.call('PTTL', KEYS[1]), kind, announces, record, joined, 0}

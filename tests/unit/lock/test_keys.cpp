@@ -97,3 +97,18 @@ TEST_CASE("the waiters' queue and heartbeats are helper keys: no lock can be nam
   // A semaphore's slots queue on the semaphore's own queue, as they wake on its channel.
   CHECK(redlock::derive_semaphore_keys("jobs", 2).slots[1].waiters == "{jobs}:redlock:waiters");
 }
+
+TEST_CASE("the shared mode's sets share the key's hash tag, lead back to the lock, and are no lock names") {
+  const auto k = redlock::derive_reader_keys("backup");
+  CHECK(k.reader);
+  CHECK(k.lock == "backup");
+  CHECK_FALSE(derive_keys("backup").reader);
+  for (const std::string& key : {k.readers, k.writers, k.reader_owners}) {
+    CHECK(key.rfind("{backup}:redlock:", 0) == 0);
+    CHECK(is_helper_key(key));
+    REQUIRE(redlock::helper_of(key));
+    CHECK(redlock::helper_of(key)->lock == "backup");
+  }
+  CHECK(k.readers == "{backup}:redlock:readers");
+  CHECK(k.writers == "{backup}:redlock:writers");
+}
