@@ -7,7 +7,7 @@ namespace redlock::faults {
 #ifdef REDLOCK_FAULTS
 namespace {
 
-constexpr std::array<std::pair<Fault, std::string_view>, 6> kNames{{
+constexpr std::array<std::pair<Fault, std::string_view>, 7> kNames{{
     {Fault::ReleaseAny, "release-any"},
     {Fault::NoValidity, "no-validity"},
     {Fault::HalfQuorum, "half-quorum"},
