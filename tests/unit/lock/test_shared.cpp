@@ -11,12 +11,21 @@ using redlock::test::Ids;
 
 namespace {
 
+LockSpec spec(LockKeys keys, const std::string& token, Duration ttl) {
+  LockSpec s;
+  s.keys = std::move(keys);
+  s.token = token;
+  s.ttl = ttl;
+  s.owner = "tester";
+  return s;
+}
+
 LockSpec reader(const std::string& token, Duration ttl = 10s) {
-  return LockSpec{.keys = derive_reader_keys("data"), .token = token, .ttl = ttl, .owner = "tester"};
+  return spec(derive_reader_keys("data"), token, ttl);
 }
 
 LockSpec writer(const std::string& token, Duration ttl = 10s) {
-  return LockSpec{.keys = derive_keys("data"), .token = token, .ttl = ttl, .owner = "tester"};
+  return spec(derive_keys("data"), token, ttl);
 }
 
 const std::string kWriters = "{data}:redlock:writers";
@@ -56,7 +65,7 @@ TEST_CASE("a writer is refused while readers hold on a quorum, and queues itself
   REQUIRE(lock.acquire(reader("r1"), WaitOptions{}).outcome == AcquireOutcome::Acquired);
   auto w = lock.acquire(writer("w"), WaitOptions{});
   CHECK(w.outcome == AcquireOutcome::Busy);
-  CHECK(w.queued);
+  CHECK(w.writer_queued);
   CHECK(w.holder_announces);
   REQUIRE(w.holder);
   CHECK(w.holder->owner == std::string("readers"));
