@@ -52,6 +52,7 @@ void print_table(const ListResult& r) {
       semaphore_rows(lock, r.tally.total, rows);
     } else {
       rows.push_back(lock_row(lock.name, lock.verdict, r.tally.total));
+      if (lock.mode == "shared") rows.back()[2] = "readers";
     }
   }
   std::vector<std::size_t> widths(rows[0].size(), 0);

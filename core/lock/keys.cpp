@@ -82,9 +82,18 @@ bool is_helper_key(const std::string& key) {
 
 namespace {
 
-// KEY without a semaphore slot's number ("...:redlock:slot:N" becomes "...:redlock:slot").
-void strip_slot(std::string& key) {
-  if (slot_number(key)) key.resize(key.rfind(kSlotInfix) + kSlotInfix.size() - 1);
+// KEY without a semaphore slot's number ("...:redlock:slot:N" becomes "...:redlock:slot") or a
+// queued waiter's id ("...:redlock:waiter:ID" becomes "...:redlock:waiter").
+void strip_number(std::string& key) {
+  if (slot_number(key)) {
+    key.resize(key.rfind(kSlotInfix) + kSlotInfix.size() - 1);
+    return;
+  }
+  static constexpr std::string_view kWaiterInfix = ":redlock:waiter:";
+  const auto at = key.rfind(kWaiterInfix);
+  if (at == std::string::npos || at + kWaiterInfix.size() == key.size()) return;
+  if (key.find_first_not_of("0123456789abcdef", at + kWaiterInfix.size()) != std::string::npos) return;
+  key.resize(at + kWaiterInfix.size() - 1);
 }
 
 }  // namespace
@@ -92,7 +101,7 @@ void strip_slot(std::string& key) {
 std::optional<HelperKey> direct_helper_of(const std::string& whole) {
   static constexpr std::string_view kMarker = ":redlock:";
   std::string key = whole;
-  strip_slot(key);
+  strip_number(key);
   const auto at = key.rfind(kMarker);
   if (at == std::string::npos) return std::nullopt;
   std::string word = key.substr(at + kMarker.size());

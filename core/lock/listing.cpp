@@ -222,6 +222,18 @@ struct SemaphoreReadings {
   std::vector<std::pair<std::size_t, std::vector<std::optional<LockReading>>>> slots;
 };
 
+// A lock's row: a mutex, or the shared mode's while its readers hold (the lock holds their marker,
+// no one's token).
+ListedLock judge_mutex(const std::string& name, const std::string& key,
+                       const std::vector<std::optional<LockReading>>& readings) {
+  ListedLock row{name, key, judge_lock(readings), "mutex", std::nullopt, {}};
+  if (row.verdict.token == kSharedMarker) {
+    row.mode = "shared";
+    row.verdict.token.reset();
+  }
+  return row;
+}
+
 ListResult Listing::merge() const {
   ListResult res;
   res.truncated = truncated_;
@@ -241,7 +253,7 @@ ListResult Listing::merge() const {
     if (found.limit) semaphores[found.lock].limits = std::move(readings);
     if (found.slot) semaphores[found.lock].slots.emplace_back(*found.slot, std::move(readings));
     if (!found.semaphore() && a_lock(readings)) {
-      res.locks.push_back({key.substr(options_.prefix.size()), key, judge_lock(readings), "mutex", std::nullopt, {}});
+      res.locks.push_back(judge_mutex(key.substr(options_.prefix.size()), key, readings));
     }
   }
   for (const auto& [key, s] : semaphores) {

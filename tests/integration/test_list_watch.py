@@ -114,6 +114,26 @@ class List(ClusterTest):
                          [["batch", "held"], ["batch[%d]" % b["holders"][0]["slot"], "held"]])
         self.assertIn("1 of 3 slots", lines[1])
 
+    def test_readers_and_waiters_are_shown_as_such(self):
+        self.assertEqual(self.rl("acquire", "--shared", "backup", "--ttl", "30s").code, 0)
+        self.assertEqual(self.rl("acquire", "deploy", "--ttl", "30s").code, 0)
+        waiter = spawn(["--prefix", "locks:", "acquire", "deploy", "-w", "10s"], servers=self.cluster,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.addCleanup(waiter.wait)
+        self.addCleanup(waiter.kill)
+        # Queued: its heartbeat key is there.
+        def queued():
+            with self.cluster.servers[0].client() as c:
+                return c.call("KEYS", "{locks:deploy}:redlock:waiter:*")
+        wait_for(queued, timeout=5, what="the waiter to queue")
+        rows = lock_rows(self.rl("--json", "list"))
+        self.assertEqual(sorted(rows), ["backup", "deploy"])  # a waiter's heartbeat is no lock
+        b = rows["backup"]
+        self.assertEqual((b["mode"], b["state"], b["token"]), ("shared", "held", None))
+        self.assertEqual(rows["deploy"]["mode"], "mutex")
+        plain = self.rl("list", "backup").stdout.splitlines()
+        self.assertEqual(plain[1].split()[:3], ["backup", "held", "readers"])
+
     def test_a_frozen_server_is_named_and_holds_up_nobody(self):
         self.assertEqual(self.rl("acquire", "job").code, 0)
         frozen = self.cluster.servers[2]

@@ -94,6 +94,10 @@ TEST_CASE("the waiters' queue and heartbeats are helper keys: no lock can be nam
   CHECK(redlock::is_helper_key("{deploy}:redlock:waiter:0a1b"));
   CHECK(!redlock::is_helper_key("{deploy}:redlock:waiter:"));
   CHECK(!redlock::is_helper_key("{deploy}:redlock:waiter:night"));
+  // A heartbeat leads back to its lock, as `list` reads it (never a lock of its own).
+  REQUIRE(redlock::helper_of("{deploy}:redlock:waiter:0a1b"));
+  CHECK(redlock::helper_of("{deploy}:redlock:waiter:0a1b")->lock == "deploy");
+  CHECK(redlock::helper_of("{deploy}:redlock:waiter:0a1b")->word == "waiter");
   // A semaphore's slots queue on the semaphore's own queue, as they wake on its channel.
   CHECK(redlock::derive_semaphore_keys("jobs", 2).slots[1].waiters == "{jobs}:redlock:waiters");
 }
