@@ -93,6 +93,17 @@ OptionRow<Settings> limit_row(std::size_t Settings::*limit) {
           .target = limit,
           .check = limit_range};
 }
+// --slot N: the semaphore's slot extend and release act on, as REDLOCK_SLOT names it to a run's
+// command (else found from the token, one more read). No variable: a command nested in a run of
+// another semaphore would inherit the wrong slot. One row, in extend's and release's tables.
+template <class Settings>
+OptionRow<Settings> slot_row(int Settings::*slot) {
+  return {.flags = "--slot",
+          .takes_value = true,
+          .type_name = "N",
+          .help = "the semaphore slot the token holds, as in --slot \"$REDLOCK_SLOT\" in a run's command (else found from the token)",
+          .target = slot};
+}
 // --shared (REDLOCK_SHARED): the lock is taken, renewed and released as a reader of the shared
 // mode. One row, in the table of every command that takes it.
 template <class Settings>
@@ -122,7 +133,10 @@ struct SlotLookup {
   bool no_quorum = false;
   std::string message;
 };
-SlotLookup slot_keys(Redlock& redlock, const LockKeys& keys, std::size_t limit, const std::string& token);
+// The keys of the slot TOKEN holds in KEYS' semaphore of LIMIT slots (KEYS themselves for a mutex):
+// slot SLOT when it is given (>= 0), else the slot found from the token. A SLOT without a LIMIT, or
+// not below it, is a usage error.
+SlotLookup slot_keys(Redlock& redlock, const LockKeys& keys, std::size_t limit, const std::string& token, int slot);
 // The limit stored for NAME's semaphore, if one is (on most servers that answered).
 std::optional<std::size_t> stored_limit(Redlock& redlock, const LockKeys& keys);
 // `status NAME --limit K`: every slot's holder.

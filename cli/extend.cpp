@@ -21,6 +21,7 @@ struct ExtendOptions {
   std::string token_file;
   std::string ttl;  // empty: none asked for, so the lock keeps its own (see kFallbackTtl)
   std::size_t limit = 0;
+  int slot = -1;
   bool shared = false;
 };
 
@@ -44,6 +45,7 @@ const OptionRow<E> kExtendOptions[] = {
      .help = "new expiry (default: the TTL the lock was taken with, or what it has left if longer; never shorter)",
      .target = &E::ttl},
     limit_row(&E::limit),
+    slot_row(&E::slot),
     shared_row(&E::shared),
 };
 
@@ -55,7 +57,7 @@ int run_extend(const ExtendOptions& o, const GlobalOptions& global) {
   Duration ttl = ttl_option(keep_longer ? kFallbackTtl : o.ttl, "--ttl");
   auto transport = connect_servers(global);
   Redlock redlock(*transport, request_timeout(global));
-  const SlotLookup slot = slot_keys(redlock, keys, o.limit, token);
+  const SlotLookup slot = slot_keys(redlock, keys, o.limit, token, o.slot);
   ExtendResult r;
   if (slot.keys) {
     r = redlock.extend(*slot.keys, token, ttl, 0.01, {}, keep_longer);

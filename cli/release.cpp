@@ -15,6 +15,7 @@ struct ReleaseOptions {
   std::string token_file;
   bool force = false;
   std::size_t limit = 0;
+  int slot = -1;
   bool shared = false;
 };
 
@@ -37,13 +38,16 @@ const OptionRow<Rel> kReleaseOptions[] = {
      .help = "delete the lock whoever holds it (never a key that cannot be a lock)",
      .target = &Rel::force},
     limit_row(&Rel::limit),
+    slot_row(&Rel::slot),
     shared_row(&Rel::shared),
 };
 
 ReleaseResult release_lock(Redlock& redlock, const ReleaseOptions& o, const LockKeys& keys, const std::string& token,
                            bool force) {
-  if (force && o.limit > 0) return force_release_semaphore(redlock, keys, o.limit);
-  const SlotLookup slot = force ? SlotLookup{keys, false, {}} : slot_keys(redlock, keys, o.limit, token);
+  // --force with --limit frees every slot and the stored limit; with --slot too, that slot alone.
+  if (force && o.limit > 0 && o.slot < 0) return force_release_semaphore(redlock, keys, o.limit);
+  const SlotLookup slot = force && o.limit == 0 ? SlotLookup{keys, false, {}}
+                                                : slot_keys(redlock, keys, o.limit, token, o.slot);
   if (slot.keys) return redlock.release(*slot.keys, token, force);
   ReleaseResult r;
   r.no_quorum = slot.no_quorum;

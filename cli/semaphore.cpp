@@ -25,12 +25,18 @@ AcquireResult take_lock(Redlock& redlock, AcquirePlan& plan) {
   return r;
 }
 
-SlotLookup slot_keys(Redlock& redlock, const LockKeys& keys, std::size_t limit, const std::string& token) {
+SlotLookup slot_keys(Redlock& redlock, const LockKeys& keys, std::size_t limit, const std::string& token, int slot) {
+  if (slot >= 0 && limit == 0) usage_error("--slot needs --limit: only a semaphore has slots");
+  if (slot >= 0 && static_cast<std::size_t>(slot) >= limit) {
+    usage_error("--slot " + std::to_string(slot) + ": a semaphore of --limit " + std::to_string(limit) +
+                " has slots 0 to " + std::to_string(limit - 1));
+  }
   if (limit == 0) return {keys, false, {}};
+  if (slot >= 0) return {derive_semaphore_keys(keys.lock, limit).slots[static_cast<std::size_t>(slot)], false, {}};
   Semaphore semaphore(redlock, keys.lock, limit);
   Tally tally;
-  auto slot = semaphore.find(token, &tally);
-  if (slot) return {semaphore.keys().slots[*slot], false, {}};
+  auto found = semaphore.find(token, &tally);
+  if (found) return {semaphore.keys().slots[*found], false, {}};
   if (tally.yes < tally.needed()) {
     return {std::nullopt, true,
             "only " + servers_text(tally.yes, tally.total) + " answered the read of the slots; " +

@@ -17,7 +17,7 @@ _redlock_value_kind() {
         -S | --servers)
             echo server ;;
         --user | --tls-server-name | --prefix | --token | --owner | --drift | -E | --conflict-exit-code | \
-            -c | --command | --lost-exit-code | --max-terms | --limit | --member-wait)
+            -c | --command | --lost-exit-code | --max-terms | --limit | --slot | --member-wait)
             echo other ;;
         --until)
             echo until ;;
@@ -152,8 +152,8 @@ _redlock_main() {
     local opts=$global_opts
     case $cmd in
         acquire) opts+=" $acquire_opts" ;;
-        extend) opts+=" --token --ttl --limit --shared" ;;
-        release) opts+=" --token --force --limit --shared" ;;
+        extend) opts+=" --token --ttl --limit --slot --shared" ;;
+        release) opts+=" --token --force --limit --slot --shared" ;;
         status) opts+=" --limit --shared" ;;
         run) opts+=" $run_opts" ;;
         elect) opts+=" $elect_opts" ;;

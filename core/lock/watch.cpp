@@ -211,7 +211,7 @@ LockVerdict LockWatch::start() {
 void LockWatch::on_message(std::size_t server, const std::string& channel, std::string_view message) {
   auto starts = [&](std::string_view word) { return message.substr(0, word.size()) == word; };
   if (channel == keys_.channel) {
-    if (message == "acquired" || message == "subscribed") push(server, NoteKind::Read);
+    if (message == "acquired" || message == "joined" || message == "subscribed") push(server, NoteKind::Read);
     if (message == "extended") push(server, NoteKind::ReadExtended);
     if (starts("released")) push(server, NoteKind::Released);
     if (starts("retracted")) push(server, NoteKind::Retracted);

@@ -121,6 +121,27 @@ class Semaphore(ClusterTest):
         free = self.rl("--json", "status", "--limit", "2", "jobs")
         self.assertEqual((free.code, free.json()["state"], free.json()["holders"]), (1, "free", []))
 
+    def test_slot_names_the_slot_extend_and_release_act_on(self):
+        a = self.rl("--json", "acquire", "--limit", "3", "--ttl", "5s", "jobs").json()
+        b = self.rl("--json", "acquire", "--limit", "3", "--ttl", "5s", "jobs").json()
+        other = next(i for i in range(3) if i != a["slot"])
+        slot = ["--limit", "3", "--slot", str(a["slot"])]
+        self.assertEqual(self.rl("extend", *slot, "--token", a["token"], "--ttl", "20s", "jobs").code, 0)
+        self.assertGreater(self.cluster.servers[0].pttl("{jobs}:redlock:slot:%d" % a["slot"]), 10000)
+        # The token is not in the slot named: nothing changes there, and it says so.
+        wrong = self.rl("release", "--limit", "3", "--slot", str(other), "--token", a["token"], "jobs")
+        self.assertEqual(wrong.code, 1, wrong)
+        self.assertEqual(self.rl("--json", "status", "--limit", "3", "jobs").json()["held"], 2)
+        for args, says in ((["--slot", "0"], "--slot needs --limit"), (["--limit", "3", "--slot", "3"], "slots 0 to 2")):
+            r = self.rl("release", *args, "--token", a["token"], "jobs")
+            self.assertEqual((r.code, r.out), (64, b""), r)
+            self.assertIn(says, r.stderr)
+        # --force with --slot frees that slot alone, whoever holds it.
+        self.assertEqual(self.rl("release", "--limit", "3", "--slot", str(b["slot"]), "--force", "jobs").code, 0)
+        holders = self.rl("--json", "status", "--limit", "3", "jobs").json()["holders"]
+        self.assertEqual([h["token"] for h in holders], [a["token"]])
+        self.assertEqual(self.rl("release", *slot, "--token", a["token"], "jobs").code, 0)
+
     def test_the_command_learns_its_slot_and_fence_and_a_nested_call_finds_the_slot(self):
         r = self.rl("run", "--limit", "2", "jobs", "-c",
                     'echo "$REDLOCK_SLOT $REDLOCK_FENCE $REDLOCK_KEY"; "$RL" extend --limit 2 --ttl 10s jobs && '

@@ -507,7 +507,7 @@ class FakeNetwork final : public Network {
     } else {
       e->expires = std::max(e->expires, now_ + ttl);
     }
-    if (!channel.empty()) publish(i, "acquired");
+    if (!channel.empty()) publish(i, "joined");
     return arr({Reply::number(ours ? 2 : 1), Reply::number(counter(i, fence)), Reply::number(0),
                 Reply::status("string"), Reply::number(1)});
   }

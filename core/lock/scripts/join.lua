@@ -41,8 +41,10 @@ if kind == 'none' then
 else
   stretch(KEYS[1], ttl)
 end
+-- 'joined', not 'acquired': a reader among others is no holder to go back to sleep for (a writer
+-- that waits for the readers it found must not be sent back to sleep by one its turn holds back).
 if ARGV[4] ~= '' then
-  redis.call('PUBLISH', ARGV[4], 'acquired')
+  redis.call('PUBLISH', ARGV[4], 'joined')
 end
 local state = 1
 if ours then
