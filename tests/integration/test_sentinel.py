@@ -148,9 +148,13 @@ class SentinelMembers(unittest.TestCase):
         j = r.json()
         token = j["token"]
         shown = [self.groups[0].shown(), self.groups[1].shown(), self.groups[2].shown(self.password_file)]
+        voted = 0
         for g, s, member in zip(self.groups, j["servers"], shown):
             port = g.master_port()
             self.assertEqual(s["member"], member)
+            if s["ok"] is None:
+                continue  # a quorum decided before its answer came (a slow machine): nothing to check
+            voted += 1
             self.assertEqual(s["resolved"], "127.0.0.1:%d" % port)
             self.assertEqual(s["role"], "master")
             self.assertTrue(s["ok"], s)
@@ -158,6 +162,7 @@ class SentinelMembers(unittest.TestCase):
             # WAIT confirmed a replica has it before the vote counted.
             replica = next(x for x in g.servers if x.port != port)
             self.assertEqual(g.get(replica.port, "sentinel-basic"), token.encode())
+        self.assertGreaterEqual(voted, 2, j["servers"])
         r = self.rl("--json", "status", "sentinel-basic")
         self.assertEqual(r.code, 0, r)
         self.assertEqual(r.json()["state"], "held")
@@ -165,7 +170,7 @@ class SentinelMembers(unittest.TestCase):
         r = self.rl("release", "--token", token, "sentinel-basic")
         self.assertEqual(r.code, 0, r)
         for g in self.groups:
-            self.assertIsNone(g.get(g.master_port(), "sentinel-basic"))
+            wait_for(lambda: g.get(g.master_port(), "sentinel-basic") is None, timeout=2, what="the lock released")
 
     def test_doctor_takes_a_sentinel_groups_replica_as_meant(self):
         r = self.rl("--json", "doctor", "--ttl", "1s")
@@ -183,14 +188,19 @@ class SentinelMembers(unittest.TestCase):
         r = redlock(["--json", "acquire", "-n", "sentinel-mixed"], servers=spec, env=ENV)
         self.assertEqual(r.code, 0, r)
         servers = r.json()["servers"]
-        self.assertEqual([s["ok"] for s in servers], [True] * 3)
+        token = r.json()["token"]
+        # A quorum decides: the last member may be one the outcome did not wait for (ok null), never
+        # a failed one; its copy of the lock arrives all the same.
+        self.assertNotIn(False, [s["ok"] for s in servers], servers)
+        self.assertGreaterEqual([s["ok"] for s in servers].count(True), 2, servers)
         self.assertEqual(servers[2]["member"], "redis://127.0.0.1:%d" % plain.port)
-        self.assertEqual(plain.get("sentinel-mixed"), r.json()["token"].encode())
+        wait_for(lambda: plain.get("sentinel-mixed") == token.encode(), timeout=2, what="the lock on the plain server")
         r = redlock(["-S", self.groups[0].url(), "-S", self.groups[2].url(self.password_file),
-                     "-S", "127.0.0.1:%d" % plain.port, "--json", "release", "--token", r.json()["token"],
+                     "-S", "127.0.0.1:%d" % plain.port, "--json", "release", "--token", token,
                      "sentinel-mixed"], env=ENV)
         self.assertEqual(r.code, 0, r)
-        self.assertEqual([s["result"] for s in r.json()["servers"]], ["released"] * 3)
+        self.assertNotIn(False, [s["ok"] for s in r.json()["servers"]], r.json()["servers"])
+        wait_for(lambda: plain.get("sentinel-mixed") is None, timeout=2, what="the lock gone from the plain server")
 
     def test_more_replicas_than_the_master_has_cannot_confirm_a_vote(self):
         r = self.rl("--json", "--member-wait", "2", "--timeout", "300ms", "acquire", "-n", "sentinel-wait2")
