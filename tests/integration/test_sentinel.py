@@ -261,13 +261,22 @@ class SentinelMembers(unittest.TestCase):
             self.assertIsNone(proc.poll(), "the run stopped")
             proc.wait(timeout=30)
         finally:
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-                proc.wait(timeout=10)
+            self.stop_run(proc)
+        self.assert_ran_through(proc, out, (MASTER_SECRET,))
+
+    @staticmethod
+    def stop_run(proc):
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(timeout=10)
+
+    def assert_ran_through(self, proc, out, secrets):
+        """The run ended with 0, and its output (in OUT) shows none of SECRETS."""
         with open(out, "rb") as f:
             text = f.read().decode(errors="replace")
         self.assertEqual(proc.returncode, 0, text)
-        self.assertNotIn(MASTER_SECRET, text)
+        for secret in secrets:
+            self.assertNotIn(secret, text)
 
     def test_run_follows_its_member_through_a_failover(self):
         group = self.groups[0]
@@ -298,14 +307,8 @@ class SentinelMembers(unittest.TestCase):
             self.assertIsNone(proc.poll(), "the run stopped")
             proc.wait(timeout=30)
         finally:
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-                proc.wait(timeout=10)
-        with open(out, "rb") as f:
-            text = f.read().decode(errors="replace")
-        self.assertEqual(proc.returncode, 0, text)
-        for secret in (MASTER_SECRET, SENTINEL_SECRET):
-            self.assertNotIn(secret, text)
+            self.stop_run(proc)
+        self.assert_ran_through(proc, out, (MASTER_SECRET, SENTINEL_SECRET))
 
 
 if __name__ == "__main__":
