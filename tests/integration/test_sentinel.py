@@ -203,11 +203,14 @@ class SentinelMembers(unittest.TestCase):
         wait_for(lambda: plain.get("sentinel-mixed") is None, timeout=2, what="the lock gone from the plain server")
 
     def test_more_replicas_than_the_master_has_cannot_confirm_a_vote(self):
-        r = self.rl("--json", "--member-wait", "2", "--timeout", "300ms", "acquire", "-n", "sentinel-wait2")
+        r = self.rl("--json", "--member-wait", "2", "--timeout", "1s", "acquire", "-n", "sentinel-wait2")
         self.assertEqual(r.code, 69, r)
         errors = [s["error"] for s in r.json()["servers"] if s["error"]]
         self.assertGreaterEqual(len(errors), 2, r.json())
-        self.assertTrue(all("WAIT: 1 of 2 replicas" in e for e in errors), errors)
+        # WAIT is given 3/4 of the deadline; on a loaded machine a member may miss the rest of it,
+        # which fails its vote all the same. At least one member must say why WAIT refused it.
+        self.assertTrue(any("WAIT: 1 of 2 replicas" in e for e in errors), errors)
+        self.assertTrue(all("WAIT: 1 of 2 replicas" in e or "no answer within" in e for e in errors), errors)
         r = self.rl("--member-wait", "x", "acquire", "-n", "sentinel-wait2")
         self.assertEqual(r.code, 64, r)
         self.assertIn("--member-wait", r.stderr)
