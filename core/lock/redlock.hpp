@@ -312,8 +312,8 @@ class Redlock {
   Round read_everywhere(const LockKeys& keys);
   // The read-only round before a forced release: what every server holds under the key.
   ReleaseResult check_forced(const LockKeys& keys);
-  // Releases TOKEN after a failed attempt on the servers in MAY_HOLD; waits for those in HOLDS.
-  void release_taken(const LockSpec& spec, const std::vector<bool>& holds, const std::vector<bool>& may_hold);
+  // Releases TOKEN after a failed attempt on the servers in MAY_HOLD; waits for those in ANSWERED.
+  void release_taken(const LockSpec& spec, const std::vector<bool>& answered, const std::vector<bool>& may_hold);
   // Once the outcome is known, waits for names still being resolved (so that two names of one
   // endpoint are refused however the answers raced), then kDuplicateGrace for the rest.
   void settle(const Round& round);

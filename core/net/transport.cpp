@@ -343,6 +343,7 @@ class Transport::Connection {
 
   void reset_stream(std::unique_ptr<Stream> stream) {
     stream_ = std::move(stream);
+    scripts_run_.clear();
     reader_ = std::make_unique<ReplyReader>();
     connected_ = false;
     want_write_ = false;
@@ -401,8 +402,11 @@ class Transport::Connection {
 
   // Encodes P's request (and the WAIT its vote needs) and waits for the answer.
   void queue(Pending p, TimePoint now) {
-    encode(p.request, p.eval_sent);
     p.wait_for = wait_count(p.request);
+    // A NOSCRIPT would be answered only after the WAIT behind it had taken its time: a vote that
+    // needs WAIT sends the script itself until this connection has run it once.
+    if (p.wait_for > 0 && !ran(p.request.script)) p.eval_sent = true;
+    encode(p.request, p.eval_sent);
     const int n = p.wait_for;
     const TimePoint deadline = p.deadline;
     const TimePoint sent = p.sent;
@@ -525,8 +529,14 @@ class Transport::Connection {
     return stream_ != nullptr;  // a callback may have failed us
   }
 
+  bool ran(const Script* script) const {
+    return !script || std::find(scripts_run_.begin(), scripts_run_.end(), script) != scripts_run_.end();
+  }
+
   void on_request_reply(Pending p, Reply reply, TimePoint now) {
-    if (reply.is_error() && p.request.script && !p.eval_sent && reply.str.starts_with("NOSCRIPT") && p.done &&
+    const bool noscript = reply.is_error() && reply.str.starts_with("NOSCRIPT");
+    if (!noscript && !ran(p.request.script)) scripts_run_.push_back(p.request.script);
+    if (noscript && p.request.script && !p.eval_sent && p.done &&
         !(p.request.tracked && p.request.interest.expired())) {
       // The server lost its script cache (restart, SCRIPT FLUSH): send the script itself.
       p.eval_sent = true;
@@ -813,6 +823,7 @@ class Transport::Connection {
   std::optional<ServerUrl> target_;
   bool confirmed_ = false;
   bool stale_ = false;
+  std::vector<const Script*> scripts_run_;  // scripts this connection's server answered (has cached)
   bool asking_ = false;
   std::deque<Pending> unsent_;
   std::size_t sentinel_next_ = 0;

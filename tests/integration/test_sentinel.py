@@ -313,6 +313,47 @@ class SentinelMembers(unittest.TestCase):
             self.stop_run(proc)
         self.assert_ran_through(proc, out, (MASTER_SECRET, SENTINEL_SECRET))
 
+    def test_without_member_wait_a_member_that_forgets_lets_two_hold(self):
+        """The safety model's case for WAIT, played out: a member whose master fails over before its
+        replica has the lock forgets it. Members: group 2 and two standalone servers, one of them
+        frozen, so a holder has exactly a quorum. With the default --member-wait the unconfirmed vote
+        does not count and nobody holds; with --member-wait 0 it counts, the group forgets, and a
+        second client takes the lock the first still holds (the negative control)."""
+        group = self.groups[2]
+        plain = [Server(self.workdir, 97 + k).start() for k in range(2)]
+        for p in plain:
+            self.addCleanup(p.kill)
+        spec = "%s,redis://127.0.0.1:%d,redis://127.0.0.1:%d" % (group.url(self.password_file), plain[0].port,
+                                                              plain[1].port)
+        old = group.master_port()
+        replica = next(x for x in group.servers if x.port != old)
+        plain[1].freeze()
+        replica.freeze()
+        try:
+            args = ["--json", "--timeout", "3s", "acquire", "-n", "--ttl", "60s", "sentinel-forgets"]
+            guarded = redlock(args, servers=spec, env=ENV)
+            self.assertEqual(guarded.code, 69, guarded)  # one vote (the plain server's) of the two needed
+            self.assertIn("WAIT: 0 of 1 replicas", guarded.json()["servers"][0]["error"])
+            # The write WAIT could not confirm was taken back before the attempt ended.
+            self.assertIsNone(group.get(old, "sentinel-forgets"))
+            # The replica loses its link (pointed at a closed port), so the next write never reaches it.
+            replica.thaw()
+            with replica.client() as c:
+                c.call("REPLICAOF", "127.0.0.1", "1")
+            first = redlock(["--member-wait", "0"] + args, servers=spec, env=ENV)
+            self.assertEqual(first.code, 0, first)
+            self.assertEqual(group.get(old, "sentinel-forgets"), first.json()["token"].encode())
+            group.server_at(old).kill()
+        finally:
+            if replica.stopped:
+                replica.thaw()
+            plain[1].thaw()
+        wait_for(lambda: group.master_port() == replica.port, timeout=30, interval=0.1, what="the failover")
+        self.assertIsNone(group.get(replica.port, "sentinel-forgets"))  # the write it never had
+        second = redlock(["--member-wait", "0"] + args, servers=spec, env=ENV)
+        self.assertEqual(second.code, 0, second)  # two holders at once: what --member-wait prevents
+        self.assertNotEqual(second.json()["token"], first.json()["token"])
+
 
 if __name__ == "__main__":
     main()
