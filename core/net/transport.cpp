@@ -324,7 +324,7 @@ class Transport::Connection {
 
  private:
   struct Pending {
-    enum class Kind { Auth, Select, Info, Role, Request, Subscribe, Sentinel, Wait };
+    enum class Kind { Auth, Select, Info, Role, Request, Subscribe, Sentinel, Replicas, Wait };
     Kind kind = Kind::Request;
     int wait_for = 0;              // Request: replicas WAIT must confirm (its reply comes next)
     std::optional<Result> answer;  // Wait: the request's own answer, told once WAIT has answered
@@ -425,12 +425,13 @@ class Transport::Connection {
     pending_.push_back(std::move(w));
   }
 
-  // The replicas that must confirm REQUEST before it counts: --member-wait, else 1 when the master
-  // has replicas; none for a standalone server or a request that is no vote.
+  // The replicas that must confirm REQUEST before it counts: --member-wait, else 1 when ROLE lists
+  // replicas or the sentinels know one they could promote; none for a standalone server or a
+  // request that is no vote.
   int wait_count(const Request& request) const {
     if (!url().is_sentinel() || !request.replicated) return 0;
     if (owner_.options_.member_wait) return *owner_.options_.member_wait;
-    return replicas_ > 0 ? 1 : 0;
+    return std::max(replicas_, promotable_) > 0 ? 1 : 0;
   }
 
   void encode(const Request& request, bool full_script) {
@@ -519,6 +520,9 @@ class Transport::Connection {
         break;
       case Pending::Kind::Sentinel:
         return on_sentinel_reply(reply, now);
+      case Pending::Kind::Replicas:
+        promotable_ = promotable_replicas(reply);
+        break;
       case Pending::Kind::Wait:
         on_wait_reply(std::move(p), reply, now);
         break;
@@ -666,8 +670,29 @@ class Transport::Connection {
       encode_argv({"AUTH", *sentinel.password});
       push_prelude(Pending::Kind::Auth, now);
     }
+    // The replicas first, in the same round trip: the master's answer opens the next connection.
+    encode_argv({"SENTINEL", "REPLICAS", url().master_name});
+    push_prelude(Pending::Kind::Replicas, now);
     encode_argv({"SENTINEL", "GET-MASTER-ADDR-BY-NAME", url().master_name});
     push_prelude(Pending::Kind::Sentinel, now);
+  }
+
+  // The replicas the sentinels could promote (known, up, linked to them, saying they are replicas),
+  // whatever their link to the master is now: a vote must be confirmed while one of them could take
+  // over. An old master not yet turned replica after a failover is none. Refused (an ACL): none
+  // known, and ROLE alone decides.
+  static int promotable_replicas(const Reply& reply) {
+    int n = 0;
+    for (const auto& replica : reply.elements) {
+      std::string flags = "down", role;
+      for (std::size_t k = 0; k + 1 < replica.elements.size(); k += 2) {
+        if (replica.elements[k].str == "flags") flags = replica.elements[k + 1].str;
+        if (replica.elements[k].str == "role-reported") role = replica.elements[k + 1].str;
+      }
+      const bool down = flags.find("down") != std::string::npos || flags.find("disconnected") != std::string::npos;
+      n += !down && role == "slave" ? 1 : 0;
+    }
+    return n;
   }
 
   // The sentinel's answer: the master's address, then a connection to it (false: this one is over).
@@ -817,6 +842,7 @@ class Transport::Connection {
   std::string duplicate_message_;
   std::string server_role_;  // what ROLE said; empty while unknown
   int replicas_ = 0;         // the replicas ROLE listed
+  int promotable_ = 0;       // the replicas the sentinels could promote (SENTINEL REPLICAS)
   // Sentinel members: the master the sentinels named, whether it said it is one, whether it may
   // be one no more (a READONLY, a WAIT short of replicas, a timeout), the requests waiting for it,
   // and the questions to the sentinels (which one is next, how many asked in this turn).

@@ -80,6 +80,15 @@ class Group:
         except (OSError, RespError):
             return False
 
+    def replica_flags(self, port):
+        """The flags the first sentinel gives the replica on PORT."""
+        with self.sentinel_client() as c:
+            for entry in c.call("SENTINEL", "REPLICAS", self.name):
+                fields = dict(zip(entry[::2], entry[1::2]))
+                if int(fields[b"port"]) == port:
+                    return fields[b"flags"].decode()
+        return None
+
     def master_port(self):
         with self.sentinel_client() as c:
             return int(c.call("SENTINEL", "GET-MASTER-ADDR-BY-NAME", self.name)[1])
@@ -340,6 +349,13 @@ class SentinelMembers(unittest.TestCase):
             replica.thaw()
             with replica.client() as c:
                 c.call("REPLICAOF", "127.0.0.1", "1")
+            # The master lists no replica now, but the sentinels know one they could promote (once
+            # they see it up again after its freeze).
+            wait_for(lambda: group.replica_flags(replica.port) == "slave", timeout=10, interval=0.1,
+                     what="the sentinels to see the replica up")
+            guarded = redlock(args, servers=spec, env=ENV)
+            self.assertEqual(guarded.code, 69, guarded)
+            self.assertIn("WAIT: 0 of 1 replicas", guarded.json()["servers"][0]["error"])
             first = redlock(["--member-wait", "0"] + args, servers=spec, env=ENV)
             self.assertEqual(first.code, 0, first)
             self.assertEqual(group.get(old, "sentinel-forgets"), first.json()["token"].encode())
