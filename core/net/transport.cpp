@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <map>
 
 #include "core/util/error.hpp"
 #include "core/util/text.hpp"
@@ -677,20 +678,21 @@ class Transport::Connection {
     push_prelude(Pending::Kind::Sentinel, now);
   }
 
-  // The replicas the sentinels could promote (known, up, linked to them, saying they are replicas),
-  // whatever their link to the master is now: a vote must be confirmed while one of them could take
-  // over. An old master not yet turned replica after a failover is none. Refused (an ACL): none
-  // known, and ROLE alone decides.
+  // The replicas the sentinels could promote, whatever their link to the master is now: a vote must
+  // be confirmed while one of them could take over. Those saying they are replicas count, down ones
+  // too until 10 x down-after-milliseconds (the longest link outage after which the sentinels still
+  // promote one that comes back); an old master not yet turned replica after a failover does not.
+  // Refused (an ACL): none known, and ROLE alone decides.
   static int promotable_replicas(const Reply& reply) {
     int n = 0;
     for (const auto& replica : reply.elements) {
-      std::string flags = "down", role;
-      for (std::size_t k = 0; k + 1 < replica.elements.size(); k += 2) {
-        if (replica.elements[k].str == "flags") flags = replica.elements[k + 1].str;
-        if (replica.elements[k].str == "role-reported") role = replica.elements[k + 1].str;
-      }
-      const bool down = flags.find("down") != std::string::npos || flags.find("disconnected") != std::string::npos;
-      n += !down && role == "slave" ? 1 : 0;
+      std::map<std::string, std::string> f;
+      for (std::size_t k = 0; k + 1 < replica.elements.size(); k += 2)
+        f[replica.elements[k].str] = replica.elements[k + 1].str;
+      const auto down_for = Reply::string(f["s-down-time"]).as_integer().value_or(0);
+      const auto down_after = Reply::string(f["down-after-milliseconds"]).as_integer().value_or(30000);
+      const bool gone = f["flags"].find("s_down") != std::string::npos && down_for > 10 * down_after;
+      n += f["role-reported"] == "slave" && !gone ? 1 : 0;
     }
     return n;
   }

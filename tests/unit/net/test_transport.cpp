@@ -307,9 +307,11 @@ std::string master_address(int port, const std::string& replicas = "*0\r\n") {
   return replicas + "*2\r\n" + bulk("127.0.0.1") + bulk(std::to_string(port));
 }
 
-// SENTINEL REPLICAS' answer: one replica with FLAGS, reporting itself a replica.
-std::string one_replica(const std::string& flags) {
-  return "*1\r\n*4\r\n" + bulk("flags") + bulk(flags) + bulk("role-reported") + bulk("slave");
+// SENTINEL REPLICAS' answer: one replica with FLAGS and ROLE, down (s_down) for DOWN_MS of its
+// down-after-milliseconds of 1000.
+std::string one_replica(const std::string& flags, const std::string& role = "slave", int down_ms = 0) {
+  return "*1\r\n*8\r\n" + bulk("flags") + bulk(flags) + bulk("role-reported") + bulk(role) + bulk("s-down-time") +
+         bulk(std::to_string(down_ms)) + bulk("down-after-milliseconds") + bulk("1000");
 }
 
 const std::string kInfo = bulk("# Server\r\nrun_id:abc\r\n");
@@ -420,14 +422,19 @@ TEST_CASE("a Sentinel member whose master refuses WAIT fails its votes, and says
 }
 
 // ROLE lists no replica (its link is cut), but the sentinels know one they could promote: the vote
-// still waits for it; one they see down is not waited for.
+// still waits for it, down for a while too; not for one down longer than the sentinels would still
+// promote it after, nor for an old master not yet turned replica.
 TEST_CASE("a Sentinel member's vote waits for a replica the sentinels could promote, linked or not") {
-  for (const std::string flags : {"slave", "s_down,slave,disconnected"}) {
-    CAPTURE(flags);
+  const std::vector<std::pair<std::string, bool>> cases = {
+      {one_replica("slave"), true},
+      {one_replica("s_down,slave,disconnected", "slave", 3000), true},
+      {one_replica("s_down,slave,disconnected", "slave", 20000), false},
+      {one_replica("slave", "master"), false}};
+  for (const auto& [replicas, waits] : cases) {
+    CAPTURE(replicas);
     Listener sentinel, master;
     std::string asked, received;
-    std::thread s = scripted(sentinel, {{"GET-MASTER", master_address(master.port, one_replica(flags))}}, asked);
-    const bool waits = flags == "slave";
+    std::thread s = scripted(sentinel, {{"GET-MASTER", master_address(master.port, replicas)}}, asked);
     std::thread m = scripted(
         master, {{"ROLE", kInfo + kMasterAlone}, {waits ? "WAIT" : "PING", waits ? "+PONG\r\n:0\r\n" : "+PONG\r\n"}},
         received);
