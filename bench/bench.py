@@ -505,7 +505,7 @@ class Bench:
         (`run --shared NAME`). Each waiter is known to wait (listening on every server) first."""
         if self.quick:
             self.line("handoff-modes", "hand-off per mode", {"value": None, "text": "skipped"},
-                      {"value": None, "text": "not with --quick (about 20 s)"}, skipped=True)
+                      {"value": None, "text": "not with --quick (about 9 s)"}, skipped=True)
             return
         c5 = self.cluster(5)
         go, started = self.path("go"), self.path("started")
