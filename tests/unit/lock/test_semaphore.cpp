@@ -145,7 +145,7 @@ TEST_CASE("the limit on a quorum, one value alike, is the quorum's limit; less i
   for (std::size_t i : Ids{0, 1}) store(i, "3");
   store(2, "4");
   CHECK(Semaphore::stored_limit(Semaphore(lock, "jobs", 0).probe()) == 3U);  // most of those that answered
-  CHECK_FALSE(quorum_limit());                                              // but 2 of 5 is no quorum
+  CHECK_FALSE(quorum_limit());                                               // but 2 of 5 is no quorum
   store(3, "3");
   CHECK(quorum_limit() == 3U);
   for (std::size_t i : Ids{0, 1}) net.servers[i].down = true;
