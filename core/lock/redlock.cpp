@@ -872,9 +872,14 @@ std::optional<Round> ExtendRound::heal(const Heal& heal) const {
   const std::string ttl_ms = ms_count(result().ttl);
   const std::string fence = std::to_string(heal.fence);
   const std::string fence_ttl_ms = ms_count(heal.fence_ttl);
+  // A reader is put back among the readers, with the marker (rejoin.lua): the same argument, since
+  // a writer needs a quorum too, which shares a server where the reader's entry and marker were found.
   Round healing(network_, missing, [&](std::size_t) {
-    Request r = Request::eval(kHealScript, {keys_.lock, keys_.owner, keys_.fence},
-                              {token_, ttl_ms, heal.owner_record, fence, fence_ttl_ms});
+    const std::vector<std::string> args{token_, ttl_ms, heal.owner_record, fence, fence_ttl_ms};
+    Request r =
+        keys_.reader
+            ? Request::eval(kRejoinScript, {reader_lock(keys_), keys_.readers, keys_.reader_owners, keys_.fence}, args)
+            : Request::eval(kHealScript, {keys_.lock, keys_.owner, keys_.fence}, args);
     r.with_body = true;  // restarted empty: its script cache is empty too
     r.replicated = true;
     return r;

@@ -236,8 +236,10 @@ class ExtendRound {
   // Once the round extended the lock on a quorum with validity left, puts it back (SET NX PX, the
   // same token and TTL) on the servers that answered they have no lock at all: servers restarted
   // empty, so that a rolling restart does not wear the lock down to nothing. Never anywhere else:
-  // a server where another token holds the key keeps it. The requests go without waiting; the
-  // Round returned collects the answers (nothing when no server needs it).
+  // a server where another token holds the key keeps it. A reader (keys.reader) is put back among
+  // the readers, with the readers' marker, where the lock is absent or holds the marker: never where
+  // a writer holds it. The requests go without waiting; the Round returned collects the answers
+  // (nothing when no server needs it).
   std::optional<Round> heal(const Heal& heal) const;
   Tally tally() const;
   bool decided() const { return tally().decided(); }
