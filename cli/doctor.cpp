@@ -148,6 +148,7 @@ int run_doctor_command(const DoctorCliOptions& o, const GlobalOptions& global) {
   options.timeout = request_timeout(global);
   options.probe_key = doctor_probe_key(global.prefix);
   options.prefix = global.prefix;
+  options.member_wait = member_wait(global).value_or(1) > 0;
   auto transport = connect_servers(global);
   for (const auto& line : setting_origins(global)) verbose(global, 1, line);
   DoctorReport report = run_doctor(*transport, options);

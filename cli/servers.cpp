@@ -209,6 +209,17 @@ std::string config_files(const ConfigFile& config) {
 
 }  // namespace
 
+std::optional<int> member_wait(const GlobalOptions& options) {
+  if (options.member_wait.empty()) return std::nullopt;
+  int n = -1;
+  const auto& text = options.member_wait;
+  auto res = std::from_chars(text.data(), text.data() + text.size(), n);
+  if (res.ec != std::errc() || res.ptr != text.data() + text.size() || n < 0 || n > 1000) {
+    usage_error("--member-wait: '" + printable(text) + "' is not a number of replicas (0 to 1000)");
+  }
+  return n;
+}
+
 std::unique_ptr<Transport> connect_servers(const GlobalOptions& options) {
   Credentials c = resolve_credentials(options);
   if (options.servers.empty() && !env(kServersVariable)) {
@@ -219,15 +230,7 @@ std::unique_ptr<Transport> connect_servers(const GlobalOptions& options) {
   }
   TransportOptions t;
   t.timeout = request_timeout(options);
-  if (!options.member_wait.empty()) {
-    int n = -1;
-    const auto& text = options.member_wait;
-    auto res = std::from_chars(text.data(), text.data() + text.size(), n);
-    if (res.ec != std::errc() || res.ptr != text.data() + text.size() || n < 0 || n > 1000) {
-      usage_error("--member-wait: '" + printable(text) + "' is not a number of replicas (0 to 1000)");
-    }
-    t.member_wait = n;
-  }
+  t.member_wait = member_wait(options);
   t.user = std::move(c.user);
   t.password = std::move(c.password);
   t.tls = TlsOptions{options.tls_ca, options.tls_cert, options.tls_key, options.tls_server_name, options.tls_insecure};

@@ -34,6 +34,9 @@ Credentials resolve_credentials(const GlobalOptions& options);
 // servers are configured when none are (unless -q).
 std::unique_ptr<Transport> connect_servers(const GlobalOptions& options);
 
+// --member-wait as a number of replicas; nullopt when not given (by the master's replicas).
+std::optional<int> member_wait(const GlobalOptions& options);
+
 // For `run`'s child: a sealed memfd holding the passwords of CREDENTIALS, not closed on exec, whose
 // number goes into the child's REDLOCK_PASSWORD_FD, so that a nested redlock authenticates as
 // this one does with no secret in the environment or on a command line. Invalid without passwords.

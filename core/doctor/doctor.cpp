@@ -241,6 +241,7 @@ enum Probe : std::size_t {
   kConfigFsync,
   kInfoCluster,
   kConfigMemory,
+  kWait,
   kAcquire,
   kExtend,
   kStatus,
@@ -289,6 +290,8 @@ std::vector<Request> probe_requests(const LockKeys& keys, const std::string& tok
   r[kConfigFsync] = Request::command({"CONFIG", "GET", "appendfsync"});
   r[kInfoCluster] = Request::command({"INFO", "cluster"});
   r[kConfigMemory] = Request::command({"CONFIG", "GET", "maxmemory*"});
+  // Answers at once (no replica to wait for): whether a vote can be confirmed at all.
+  r[kWait] = Request::command({"WAIT", "0", "0"});
   // With an owner record and a channel, so that every key, command and channel the lock commands
   // touch is exercised: the owner key is written, the wake-up channel published on.
   // The fencing counter it makes expires as soon as the lock does, should the clean-up be refused.
@@ -628,6 +631,25 @@ Check check_eviction(const std::vector<ServerFacts>& servers) {
   return c;
 }
 
+Check check_member_wait(const std::vector<ServerFacts>& servers, const DoctorOptions& options) {
+  Check c;
+  c.name = "member-wait";
+  for (std::size_t i = 0; i < servers.size(); ++i) {
+    const ServerFacts& f = servers[i];
+    if (!askable(f) || !f.sentinel_member || f.wait_error.empty()) continue;
+    c.notes.push_back({i, options.member_wait ? Verdict::Fail : Verdict::Warn,
+                       "WAIT refused (" + f.wait_error + ")" +
+                           (options.member_wait ? ": its votes cannot be confirmed and never count"
+                                                : ": its votes count unconfirmed (--member-wait 0)")});
+  }
+  conclude(c, "every Sentinel member's master answers WAIT (or there is no Sentinel member)", "",
+           are(count_notes(c.notes, Verdict::Warn), count_askable(servers)) + " Sentinel members refusing WAIT",
+           "A Sentinel member's vote counts once WAIT confirms a replica has it, since a failover loses what "
+           "the promoted replica lacked. Where the service refuses WAIT, that member cannot vote; "
+           "--member-wait 0 counts its votes unconfirmed, and a failover may then lose a held lock.");
+  return c;
+}
+
 Check check_distinct(const std::vector<ServerFacts>& servers) {
   Check c;
   c.name = "distinct";
@@ -941,6 +963,7 @@ DoctorReport assess(std::vector<ServerFacts> facts, const DoctorOptions& options
       check_latency(s, options),
       check_cluster(s),
       check_eviction(s),
+      check_member_wait(s, options),
   };
   report.reachable.total = s.size();
   const std::vector<bool> votes = voters(s);
@@ -1013,6 +1036,8 @@ DoctorReport run_doctor(Network& network, const DoctorOptions& options) {
     read_appendfsync(f, *probe.result(i, kConfigFsync));
     read_info_cluster(f, *probe.result(i, kInfoCluster));
     read_memory(f, *probe.result(i, kConfigMemory));
+    const Result& wait = *probe.result(i, kWait);
+    if (f.sentinel_member && !wait.ok() && answered(wait)) f.wait_error = wait.error;
     read_probe(f, probe, i);
   }
   count_fences(network, ask, options.prefix, facts);

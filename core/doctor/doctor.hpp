@@ -60,6 +60,7 @@ struct ServerFacts {
   std::optional<std::string> role;  // ROLE: master, slave, sentinel
   std::size_t replicas = 0;         // a master's connected replicas
   std::string master_of;            // a replica's master, host:port
+  std::string wait_error;           // a Sentinel member's master refused WAIT
   std::string role_error;
 
   std::optional<std::string> run_id;
@@ -114,8 +115,9 @@ struct DoctorOptions {
   Duration ttl = std::chrono::seconds(30);  // the longest TTL the locks use
   Duration timeout = std::chrono::milliseconds(100);
   double drift = 0.01;
-  std::string probe_key;  // a throw-away lock key; see doctor_probe_key()
-  std::string prefix;     // --prefix: whose fencing counters are counted
+  std::string probe_key;    // a throw-away lock key; see doctor_probe_key()
+  std::string prefix;       // --prefix: whose fencing counters are counted
+  bool member_wait = true;  // a Sentinel member's votes wait for WAIT (not --member-wait 0)
 };
 
 struct DoctorReport {
@@ -151,6 +153,7 @@ Check check_cluster(const std::vector<ServerFacts>& servers);
 // A server that may evict keys (maxmemory-policy other than noeviction): an evicted lock is a
 // lost lock. Only a warning while no maxmemory is set.
 Check check_eviction(const std::vector<ServerFacts>& servers);
+Check check_member_wait(const std::vector<ServerFacts>& servers, const DoctorOptions& options);
 // How many fencing counters there are under the prefix, one per NAME locked within its expiry; a
 // warning where TIME is refused, since counters never expire there.
 Check check_fences(const std::vector<ServerFacts>& servers, const std::string& prefix);

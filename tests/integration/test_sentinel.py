@@ -113,6 +113,7 @@ class SentinelMembers(unittest.TestCase):
         self.assertIn("Sentinel group", checks["master"]["summary"])
         self.assertEqual([s["role"] for s in r.json()["servers"]], ["master"] * 3)
         self.assertEqual([s["replicas"] for s in r.json()["servers"]], [1] * 3)
+        self.assertEqual(checks["member-wait"]["verdict"], "ok", checks["member-wait"])
 
     def test_mixed_members_in_one_list_and_repeated(self):
         plain = Server(self.workdir, 99).start()

@@ -515,6 +515,22 @@ TEST_CASE("eviction: any policy but noeviction fails with a maxmemory, warns wit
   CHECK(check_eviction(servers).verdict == Verdict::Fail);
 }
 
+TEST_CASE("member-wait: a Sentinel member refusing WAIT fails, or warns under --member-wait 0") {
+  auto servers = healthy_servers(3);
+  servers[2].wait_error = "ERR unknown command 'WAIT'";  // a standalone server: never asked to wait
+  DoctorOptions options;
+  CHECK(check_member_wait(servers, options).verdict == Verdict::Ok);
+  servers[1].sentinel_member = true;
+  servers[1].wait_error = "ERR unknown command 'WAIT'";
+  Check c = check_member_wait(servers, options);
+  CHECK(c.verdict == Verdict::Fail);
+  REQUIRE(c.notes.size() == 1);
+  CHECK(c.notes[0].server == 1);
+  CHECK(c.notes[0].text.find("never count") != std::string::npos);
+  options.member_wait = false;
+  CHECK(check_member_wait(servers, options).verdict == Verdict::Warn);
+}
+
 TEST_CASE("master: a Sentinel group's master is meant to have replicas; one without any warns") {
   auto servers = healthy_servers(3);
   servers[0].sentinel_member = true;
