@@ -170,8 +170,9 @@ class Worker(threading.Thread):
                     self.env.stopping.wait(0.02 + self.rng.random() * 0.04)
                 else:
                     self.env.stopping.wait(self.rng.random() * 0.01)
-        except Exception as e:  # reported by the scenario: a worker that died is a failed run
-            self.error = repr(e)
+        except Exception:  # reported by the scenario: a worker that died is a failed run
+            import traceback
+            self.error = traceback.format_exc()
 
     def _spawn(self, argv, e):
         with open(self.stderr_path, "ab") as err:

@@ -406,7 +406,7 @@ def forgetting(proxy, groups, long_holders):
             g.server_at(old).kill()
             replica.thaw()
             proxy.heal()
-            faultlib.harness.wait_for(lambda: g.master_port() == replica.port, timeout=30, interval=0.1,
+            faultlib.harness.wait_for(lambda: g.master_port() == replica.port, timeout=90, interval=0.1,
                                       what="the failover")
             env.note("heal", what="forgot: replica promoted", group=g.name)
             g.server_at(old).start(same_port=True)
