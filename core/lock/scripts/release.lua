@@ -9,8 +9,7 @@
 -- on a channel of its own, ARGV[2] .. ':' .. ID, and names them after the count, "released N ID1
 -- ID2": the first tries at once, the second a little later in case the first does not answer; the
 -- other queued waiters hear nothing (a crowd woken for nothing costs the servers and the CPUs).
--- Waiters whose heartbeat is gone are dropped from the queue on the way. While a fair waiter's mark
--- {KEY}:redlock:fair lives, only the head is named: the acquire script refuses everyone else. N counts the subscribers
+-- Waiters whose heartbeat is gone are dropped from the queue on the way. N counts the subscribers
 -- of ARGV[2] alone (waiters that do not queue). The queue's commands go through pcall, as in
 -- acquire.lua.
 
@@ -50,12 +49,7 @@ end
 if deleted == 1 then
   redis.call('DEL', KEYS[2])
   if ARGV[2] ~= '' then
-    -- In fair mode (a fair waiter's mark lives) the head alone: nobody else may take the lock.
-    local wanted = 2
-    if redis.pcall('EXISTS', string.sub(ARGV[2], 1, -5) .. 'fair') == 1 then
-      wanted = 1
-    end
-    local named = live_waiters(ARGV[2], wanted)
+    local named = live_waiters(ARGV[2], 2)
     local message = ARGV[4] .. ' ' .. redis.call('PUBSUB', 'NUMSUB', ARGV[2])[2]
     for _, id in ipairs(named) do
       message = message .. ' ' .. id
