@@ -23,13 +23,14 @@ std::optional<std::int64_t> queue_place(std::vector<std::int64_t> places) {
   return *middle;
 }
 
-bool HandOffWatch::observe(TimePoint now, bool held_up_by_queue) {
+bool HandOffWatch::observe(TimePoint now, bool held_up_by_queue, const std::vector<std::string>& heads) {
   if (!held_up_by_queue) {
     held_since_.reset();
     barging_ = false;
     return false;
   }
-  if (!held_since_) held_since_ = now;
+  if (!held_since_ || heads != heads_) held_since_ = now;
+  heads_ = heads;
   barging_ = now - *held_since_ >= heartbeat_;
   return barging_;
 }

@@ -28,20 +28,22 @@ std::optional<TicketChoice> choose_ticket(const std::vector<std::int64_t>& ticke
 std::optional<std::int64_t> queue_place(std::vector<std::int64_t> places);
 
 // When a waiter skips the queue's order: once it has been held up by the queues alone (the lock
-// free on a quorum, another waiter at the head) without a break for one heartbeat TTL. The heads
-// then disagree between servers, or the head does not take its turn; the unfair path settles that
-// hand-off. Any attempt that finds a holder ends the hold-up.
+// free on a quorum, another waiter at the head) by the same heads, without a break, for one
+// heartbeat TTL. The heads then disagree between servers, or the head does not take its turn; the
+// unfair path settles that hand-off. An attempt that finds a holder, or other heads (the queue
+// moved on: another hand-off), begins the count anew.
 class HandOffWatch {
  public:
   explicit HandOffWatch(Duration heartbeat) : heartbeat_(heartbeat) {}
-  // After an attempt at NOW: whether the queues alone held it up. Returns whether the next
-  // attempt skips the queue's order.
-  bool observe(TimePoint now, bool held_up_by_queue);
+  // After an attempt at NOW: whether the queues alone held it up, and by which heads (the ids the
+  // servers named, in server order). Returns whether the next attempt skips the queue's order.
+  bool observe(TimePoint now, bool held_up_by_queue, const std::vector<std::string>& heads = {});
   bool barging() const { return barging_; }
 
  private:
   Duration heartbeat_;
   std::optional<TimePoint> held_since_;
+  std::vector<std::string> heads_;
   bool barging_ = false;
 };
 

@@ -63,6 +63,7 @@ struct Vote {
   bool behind_queue = false;          // busy only because another waiter is the fair queue's head
   std::int64_t ticket = 0;            // busy and queued: the caller's ticket there
   std::int64_t place = -1;            // busy and queued: how many are queued ahead there
+  std::string head;                   // behind_queue: the head's id
   ServerReport report;
 };
 
@@ -95,6 +96,7 @@ Vote read_vote(const Network& network, std::size_t server, const std::optional<R
     v.ticket = reply.elements[9].as_integer().value_or(0);
     v.place = reply.elements[10].as_integer().value_or(-1);
   }
+  if (reply.elements.size() > 11 && reply.elements[11].type == Reply::Type::String) v.head = reply.elements[11].str;
   if (*state == 1 || *state == 2) {
     v.kind = Vote::Kind::Yes;
     v.report = answer_report(network, server, *r, *state == 1 ? Answer::Locked : Answer::Reacquired, true);
@@ -631,6 +633,7 @@ Redlock::Votes Redlock::read_votes(const Round& round, AcquireResult& res) const
       res.queued += v.joined ? 1 : 0;
       votes.behind_readers[i] = v.behind_readers;
       res.behind_queue += v.behind_queue ? 1 : 0;
+      if (v.behind_queue) res.heads.push_back(v.head);
     }
     res.tickets.push_back(v.kind == Vote::Kind::No ? v.ticket : 0);
     if (v.kind == Vote::Kind::No) votes.places.push_back(v.place);
@@ -783,7 +786,7 @@ class QueueTurn {
     first_ = false;
     keep_ticket(r, spec);
     const bool held_up = r.behind_queue > 0 && r.behind_queue + r.tally.yes >= r.tally.needed();
-    spec.barge = watch_.observe(network_.now(), held_up);
+    spec.barge = watch_.observe(network_.now(), held_up, r.heads);
   }
 
  private:
@@ -1035,8 +1038,9 @@ ExtendResult Redlock::extend(const LockKeys& keys, const std::string& token, Dur
   return res;
 }
 
-Round Redlock::read_everywhere(const LockKeys& keys) {
+Round Redlock::read_everywhere(const LockKeys& keys, bool with_queue) {
   Round round(network_, [&](std::size_t) {
+    if (with_queue) return Request::eval(kStatusScript, {keys.lock, keys.owner, keys.fence, keys.waiters}, {});
     return Request::eval(kStatusScript, {keys.lock, keys.owner, keys.fence}, {});
   });
   network_.run_until([&] { return round.complete(); }, kNever);
@@ -1102,13 +1106,11 @@ ReleaseResult Redlock::release(const LockKeys& keys, const std::string& token, b
 }
 
 StatusResult Redlock::status(const LockKeys& keys) {
-  // The queue is read in the same round trip (pipelined before the status script's answer).
-  Round waiting(network_, [&](std::size_t) { return Request::eval(kWaitingScript, {keys.waiters}, {}); });
-  const Round round = read_everywhere(keys);
-  network_.run_until([&] { return waiting.complete(); }, kNever);
+  const Round round = read_everywhere(keys, true);
   std::vector<std::vector<QueueEntry>> queues;
-  for (const auto& r : waiting.results()) {
-    if (r && r->ok()) queues.push_back(parse_queue(r->reply));
+  for (const auto& r : round.results()) {
+    if (r && r->ok() && r->reply.type == Reply::Type::Array && r->reply.elements.size() > 5)
+      queues.push_back(parse_queue(r->reply.elements[5]));
   }
   StatusResult res;
   res.queue = merge_queue(queues);
@@ -1146,7 +1148,8 @@ StatusResult Redlock::status(const LockKeys& keys) {
 }
 
 std::optional<LockReading> parse_lock_reading(const Reply& reply) {
-  if (reply.type != Reply::Type::Array || reply.elements.size() != 5 || !reply.elements[2].as_integer()) {
+  if (reply.type != Reply::Type::Array || reply.elements.size() < 5 || reply.elements.size() > 6 ||
+      !reply.elements[2].as_integer()) {
     return std::nullopt;
   }
   LockReading r;

@@ -153,6 +153,7 @@ struct AcquireResult {
   // lock is free there); the ticket each server queued the caller with (0: none); how many are
   // queued ahead of it, as far as the servers agree.
   std::size_t behind_queue = 0;
+  std::vector<std::string> heads;  // the heads the queues named when they refused, in server order
   std::vector<std::int64_t> tickets;
   std::optional<std::int64_t> place;
   // The ticket the waiter keeps (see choose_ticket), once known.
@@ -221,7 +222,7 @@ struct LockReading {
 // The status script's answer {type, value, PTTL, owner record, fence counter}; nothing when REPLY
 // is not one.
 std::optional<LockReading> parse_lock_reading(const Reply& reply);
-// The waiting script's answer {ID, TICKET, OWNER, ...}; empty when REPLY is not one.
+// The queue in the status script's answer, {ID, TICKET, OWNER, ...}; empty when REPLY is not one.
 std::vector<QueueEntry> parse_queue(const Reply& reply);
 
 // What the servers' readings say of a lock (the rule of `status` and `list`): held when a quorum
@@ -330,8 +331,9 @@ class Redlock {
   // Not won: busy (and by whom), or no quorum (and why), into RES.
   void finish_lost(const LockSpec& spec, const Round& round, const Tally& tally, const Votes& votes,
                    AcquireResult& res) const;
-  // The status script on every server, each answer waited for (up to --timeout).
-  Round read_everywhere(const LockKeys& keys);
+  // The status script on every server, each answer waited for (up to --timeout); WITH_QUEUE: the
+  // live waiters of the lock's queue too.
+  Round read_everywhere(const LockKeys& keys, bool with_queue = false);
   // The read-only round before a forced release: what every server holds under the key.
   ReleaseResult check_forced(const LockKeys& keys);
   // Releases TOKEN after a failed attempt on the servers in MAY_HOLD; waits for those in HOLDS.

@@ -14,7 +14,8 @@
 -- then 1 when the caller joined the queue of waiters, 0 when it did not, or could not: an ACL; then 1
 -- when readers of the shared mode hold, 0 otherwise; then 1 when the lock is free here but another
 -- waiter is the fair queue's head (the PTTL is then the head's heartbeat's), the caller's ticket
--- (0 when it did not join) and how many are queued ahead of it (-1 when unknown)).
+-- (0 when it did not join), how many are queued ahead of it (-1 when unknown), and when the queue
+-- refused, the head's id).
 -- A waiter joins the lock's queue when it finds the lock busy and leaves it when it takes the lock
 -- (see queue below); the queue only decides whom a release wakes, never who may take the lock.
 -- While readers of the shared mode hold, KEYS[1] holds their marker 'redlock:shared': the answer is
@@ -112,7 +113,7 @@ local function head_ahead()
       if id == waiter then
         return nil
       end
-      return math.max(left, 0)
+      return math.max(left, 0), id
     end
     redis.pcall('ZREM', waiters, id)
   end
@@ -138,7 +139,7 @@ local function bump()
   return value
 end
 
-local ahead = head_ahead()
+local ahead, head = head_ahead()
 if not ahead and redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ttl) then
   if ARGV[3] ~= '' then
     redis.call('SET', KEYS[3], ARGV[3], 'PX', ttl)
@@ -174,6 +175,6 @@ end
 local joined = queue(true)
 if ahead and kind == 'none' then
   -- Free, but another waiter's turn: busy until it takes the lock, or until its heartbeat lapses.
-  return {0, 0, ahead, kind, 1, false, joined[1], 0, 1, joined[2], joined[3]}
+  return {0, 0, ahead, kind, 1, false, joined[1], 0, 1, joined[2], joined[3], head}
 end
 return {0, 0, redis.call('PTTL', KEYS[1]), kind, announces, record, joined[1], 0, 0, joined[2], joined[3]}

@@ -57,6 +57,15 @@ TEST_CASE("HandOffWatch: skip the queue's order after one heartbeat held up by q
   }
 }
 
+TEST_CASE("HandOffWatch: other heads are another hand-off, and the count begins anew") {
+  HandOffWatch watch(3s);
+  const TimePoint t0{};
+  CHECK_FALSE(watch.observe(t0, true, {"aa", "aa"}));
+  CHECK_FALSE(watch.observe(t0 + 3500ms, true, {"bb", "bb"}));
+  CHECK_FALSE(watch.observe(t0 + 6s, true, {"bb", "bb"}));
+  CHECK(watch.observe(t0 + 6500ms, true, {"bb", "bb"}));
+}
+
 TEST_CASE("merge_queue: each waiter once, by ticket then id, with its highest ticket") {
   std::vector<std::vector<QueueEntry>> servers = {
       {{"aa", 1, "alice"}, {"bb", 2, "bob"}},
