@@ -64,6 +64,7 @@ struct Vote {
   std::int64_t ticket = 0;            // busy and queued: the caller's ticket there
   std::int64_t place = -1;            // busy and queued: how many are queued ahead there
   std::string head;                   // behind_queue: the head's id
+  bool kept_place = false;            // taken, in fair mode: the waiter is still queued there
   ServerReport report;
 };
 
@@ -99,6 +100,7 @@ Vote read_vote(const Network& network, std::size_t server, const std::optional<R
   if (reply.elements.size() > 11 && reply.elements[11].type == Reply::Type::String) v.head = reply.elements[11].str;
   if (*state == 1 || *state == 2) {
     v.kind = Vote::Kind::Yes;
+    v.kept_place = reply.elements.size() > 5 && reply.elements[5].as_integer().value_or(0) == 1;
     v.report = answer_report(network, server, *r, *state == 1 ? Answer::Locked : Answer::Reacquired, true);
   } else {
     v.kind = Vote::Kind::No;
@@ -636,6 +638,7 @@ Redlock::Votes Redlock::read_votes(const Round& round, AcquireResult& res) const
       if (v.behind_queue) res.heads.push_back(v.head);
     }
     res.tickets.push_back(v.kind == Vote::Kind::No ? v.ticket : 0);
+    res.kept_place.push_back(v.kept_place);
     if (v.kind == Vote::Kind::No) votes.places.push_back(v.place);
     votes.may_hold[i] = v.kind == Vote::Kind::Yes || !result ||
                         (v.kind == Vote::Kind::Failed && (result->ok() || unsure_whether_run(result->failure)));
@@ -753,7 +756,8 @@ class QueuePlace {
     for (std::size_t i = 0; i < queued_.size() && i < res.servers.size(); ++i) {
       const Answer a = res.servers[i].result;
       if (a == Answer::Locked || a == Answer::Reacquired) {
-        queued_[i] = false;
+        // In fair mode a taken server keeps the place until the acquire ends: left then.
+        queued_[i] = i < res.kept_place.size() && res.kept_place[i];
       } else if (a == Answer::Busy || (!won && (a == Answer::NotWaitedFor || a == Answer::Failed))) {
         queued_[i] = true;
       }

@@ -10,7 +10,8 @@
 -- Returns {state, fencing counter, holder's PTTL, type, announces[, holder's owner record]}: state 1
 -- taken, 2 already ours, 0 busy (then the counter is 0: a busy answer carries no fence; announces is
 -- 1 when the holder keeps an owner record, as redlock holders do: they announce their release; and
--- the record itself follows, false when there is none, so a busy answer can say who holds the lock;
+-- the record itself follows, false when there is none, so a busy answer can say who holds the lock
+-- (when taken, the sixth element is 1 when the waiter kept its place in the queue, see queue);
 -- then 1 when the caller joined the queue of waiters, 0 when it did not, or could not: an ACL; then 1
 -- when readers of the shared mode hold, 0 otherwise; then 1 when the lock is free here but another
 -- waiter is the fair queue's head (the PTTL is then the head's heartbeat's), the caller's ticket
@@ -48,20 +49,30 @@ local prefix = ARGV[4] ~= '' and string.sub(ARGV[4], 1, -5)
 -- is how many are queued ahead (dead ones not yet dropped included).
 local function queue(join)
   if not waiter or not prefix then
-    return {0, 0, -1}
+    return join and {0, 0, -1} or 0
   end
   local waiters, alive = prefix .. 'waiters', prefix .. 'waiter:' .. waiter
   if not join then
     -- Taken: the waiters next in line, who may have been named by the release, go back to sleep.
-    redis.pcall('ZREM', waiters, waiter)
-    redis.pcall('DEL', alive)
-    local next = redis.pcall('ZRANGE', waiters, 0, 1)
+    -- In fair mode the waiter keeps its place until it knows it won on a quorum (it then leaves
+    -- everywhere, see QueuePlace): a split vote must not send it to the back where it was taken
+    -- and leave the servers with different heads. Returns 1 when it kept its place.
+    local fair_mode = redis.pcall('EXISTS', prefix .. 'fair') == 1
+    if not fair_mode then
+      redis.pcall('ZREM', waiters, waiter)
+      redis.pcall('DEL', alive)
+    end
+    local next = redis.pcall('ZRANGE', waiters, 0, 2)
     if type(next) == 'table' and not next.err then
+      local told = 0
       for _, id in ipairs(next) do
-        redis.pcall('PUBLISH', ARGV[4] .. ':' .. id, 'acquired')
+        if id ~= waiter and told < 2 then
+          redis.pcall('PUBLISH', ARGV[4] .. ':' .. id, 'acquired')
+          told = told + 1
+        end
       end
     end
-    return {0, 0, -1}
+    return fair_mode and 1 or 0
   end
   local last = redis.pcall('ZRANGE', waiters, -1, -1, 'WITHSCORES')
   local score = tonumber(redis.pcall('ZSCORE', waiters, waiter))
@@ -147,8 +158,8 @@ if not ahead and redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ttl) then
   if ARGV[4] ~= '' then
     redis.call('PUBLISH', ARGV[4], 'acquired')
   end
-  queue(false)
-  return {1, bump(), 0, 'string', 1}
+  local kept = queue(false)
+  return {1, bump(), 0, 'string', 1, kept}
 end
 local kind = redis.call('TYPE', KEYS[1])['ok']
 local value = kind == 'string' and redis.call('GET', KEYS[1])
@@ -160,8 +171,8 @@ if value == ARGV[1] then
   if redis.call('PEXPIRE', KEYS[3], ttl) == 0 and ARGV[3] ~= '' then
     redis.call('SET', KEYS[3], ARGV[3], 'PX', ttl)
   end
-  queue(false)
-  return {2, bump(), 0, kind, 1}
+  local kept = queue(false)
+  return {2, bump(), 0, kind, 1, kept}
 end
 local record_kind = redis.call('TYPE', KEYS[3])['ok']
 local announces = 0
