@@ -31,10 +31,10 @@ class Fair(ClusterTest):
         self.assertEqual(len(token), 32)
         return token
 
-    def waiter(self, log, name, *extra, command=None):
+    def waiter(self, log, name, *extra, command=None, verbose=False):
         """A fair `run` that appends NAME and the time it ran to LOG."""
         cmd = command or "echo %s $(date +%%s.%%N) >> %s" % (name, log)
-        p = spawn(["run", "-w", "25s", "--fair", "--owner", name] + list(extra) + ["job", "-c", cmd],
+        p = spawn(["-v"] * verbose + ["run", "-w", "25s", "--fair", "--owner", name] + list(extra) + ["job", "-c", cmd],
                   servers=self.cluster, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         self.addCleanup(lambda: (p.poll() is None and p.kill(), p.wait(), p.stderr.close()))
         return p
@@ -121,9 +121,15 @@ class Fair(ClusterTest):
         queue = j["queue"]
         self.assertEqual([(q["owner"], q["position"]) for q in queue], [("alice", 0), ("bob", 1)], j)
         self.assertLess(queue[0]["ticket"], queue[1]["ticket"])
+        # -v: a waiter is told its place.
+        carol = self.waiter(log, "carol", verbose=True)
+        wait_for(lambda: self.queued() >= 3, timeout=10, what="carol to queue")
+        procs.append(carol)
         # A single attempt is refused while a fair waiter waits, even when the lock is free: the head's turn.
         self.assertEqual(self.rl("release", "--token", token, "job").code, 0)
         self.finish(procs)
+        self.assertIn("waiting, position 2 in the queue (ticket %d)" % (queue[1]["ticket"] + 1),
+                      carol.stderr.read().decode())
         j = self.rl("--json", "status", "job").json()
         self.assertEqual(j["queue"], [])
         r = self.rl("--json", "acquire", "--fair", "-w", "5s", "job")
