@@ -13,13 +13,17 @@ if redis.call('TYPE', KEYS[2])['ok'] == 'string' then
   owner = redis.call('GET', KEYS[2])
 end
 local reading = {kind, value, redis.call('PTTL', KEYS[1]), owner, tonumber(redis.call('GET', KEYS[3])) or 0}
+-- Through pcall: an ACL without the queue's commands leaves the queue unread, not the lock.
 if KEYS[4] then
   local prefix = string.sub(KEYS[4], 1, -8)
-  local entries = redis.call('ZRANGE', KEYS[4], 0, 99, 'WITHSCORES')
+  local entries = redis.pcall('ZRANGE', KEYS[4], 0, 99, 'WITHSCORES')
+  if type(entries) ~= 'table' or entries.err then
+    entries = {}
+  end
   local live = {}
   for i = 1, #entries, 2 do
-    local waiter = redis.call('GET', prefix .. 'waiter:' .. entries[i])
-    if waiter then
+    local waiter = redis.pcall('GET', prefix .. 'waiter:' .. entries[i])
+    if type(waiter) == 'string' then
       live[#live + 1] = entries[i]
       live[#live + 1] = entries[i + 1]
       live[#live + 1] = waiter
