@@ -65,6 +65,7 @@ struct Vote {
   std::int64_t place = -1;            // busy and queued: how many are queued ahead there
   std::string head;                   // behind_queue: the head's id
   bool kept_place = false;            // taken, in fair mode: the waiter is still queued there
+  bool fair_mode = false;             // busy: the queue there is in fair mode
   ServerReport report;
 };
 
@@ -98,6 +99,7 @@ Vote read_vote(const Network& network, std::size_t server, const std::optional<R
     v.place = reply.elements[10].as_integer().value_or(-1);
   }
   if (reply.elements.size() > 11 && reply.elements[11].type == Reply::Type::String) v.head = reply.elements[11].str;
+  v.fair_mode = reply.elements.size() > 12 && reply.elements[12].as_integer().value_or(0) == 1;
   if (*state == 1 || *state == 2) {
     v.kind = Vote::Kind::Yes;
     v.kept_place = reply.elements.size() > 5 && reply.elements[5].as_integer().value_or(0) == 1;
@@ -640,6 +642,7 @@ Redlock::Votes Redlock::read_votes(const Round& round, AcquireResult& res) const
       votes.behind_readers[i] = v.behind_readers;
       res.behind_queue += v.behind_queue ? 1 : 0;
       if (v.behind_queue) res.heads.push_back(v.head);
+      res.fair_mode = res.fair_mode || v.fair_mode;
     }
     res.tickets.push_back(v.kind == Vote::Kind::No ? v.ticket : 0);
     res.kept_place.push_back(v.kept_place);
@@ -793,7 +796,9 @@ class QueueTurn {
                   " may be (" + r.message + ")";
     }
     first_ = false;
-    keep_ticket(r, spec);
+    // Tickets order the queue only in fair mode: outside it a wake-one waiter's rank is a hint, and
+    // writing back tickets that concurrent joins drew apart would cost every hand-off a script call.
+    if (spec.fair || r.fair_mode) keep_ticket(r, spec);
     const bool held_up = r.behind_queue > 0 && r.behind_queue + r.tally.yes >= r.tally.needed();
     spec.barge = watch_.observe(network_.now(), held_up, r.heads);
   }

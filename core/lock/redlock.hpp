@@ -155,6 +155,7 @@ struct AcquireResult {
   std::size_t behind_queue = 0;
   std::vector<std::string> heads;  // the heads the queues named when they refused, in server order
   std::vector<bool> kept_place;    // per server: taken there, and still queued (fair mode)
+  bool fair_mode = false;          // busy: a fair waiter's mark lives on some server
   std::vector<std::int64_t> tickets;
   std::optional<std::int64_t> place;
   // The ticket the waiter keeps (see choose_ticket), once known.

@@ -15,8 +15,8 @@
 -- then 1 when the caller joined the queue of waiters, 0 when it did not, or could not: an ACL; then 1
 -- when readers of the shared mode hold, 0 otherwise; then 1 when the lock is free here but another
 -- waiter is the fair queue's head (the PTTL is then the head's heartbeat's), the caller's ticket
--- (0 when it did not join), how many are queued ahead of it (-1 when unknown), and when the queue
--- refused, the head's id).
+-- (0 when it did not join), how many are queued ahead of it (-1 when unknown), when the queue
+-- refused, the head's id, and 1 when the queue is in fair mode here (a fair waiter's mark lives)).
 -- A waiter joins the lock's queue when it finds the lock busy and leaves it when it takes the lock
 -- (see queue below); the queue only decides whom a release wakes, never who may take the lock.
 -- While readers of the shared mode hold, KEYS[1] holds their marker 'redlock:shared': the answer is
@@ -184,8 +184,10 @@ if record_kind == 'string' then
   record = redis.call('GET', KEYS[3])
 end
 local joined = queue(true)
+local fair_mode = prefix and redis.pcall('EXISTS', prefix .. 'fair') == 1 and 1 or 0
 if ahead and kind == 'none' then
   -- Free, but another waiter's turn: busy until it takes the lock, or until its heartbeat lapses.
-  return {0, 0, ahead, kind, 1, false, joined[1], 0, 1, joined[2], joined[3], head}
+  return {0, 0, ahead, kind, 1, false, joined[1], 0, 1, joined[2], joined[3], head, fair_mode}
 end
-return {0, 0, redis.call('PTTL', KEYS[1]), kind, announces, record, joined[1], 0, 0, joined[2], joined[3]}
+return {0, 0, redis.call('PTTL', KEYS[1]), kind, announces, record, joined[1], 0, 0, joined[2], joined[3], false,
+        fair_mode}
