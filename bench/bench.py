@@ -4,8 +4,8 @@ run) as a Markdown table on stdout and a JSON file.
 
     bench.py [--quick] [--json PATH] [--rows ROW,ROW...] [-v]
 
-Rows: cycle, semaphore, shared, run, frozen, scale, handoff, handoff-modes, handoff-node, waiter, wake-one, contention,
-load, rss, startup
+Rows: cycle, semaphore, shared, run, frozen, scale, handoff, handoff-modes, handoff-node, waiter, wake-one, fair,
+contention, load, rss, startup
 (default: all, in that order). Every server is a redis-server started here on a loopback port and killed by its process id
 at the end; every loop is bounded in count and time. Timing targets are reported, never asserted:
 the exit status is 0 when every row was measured (met or not), 1 when a row could not be measured,
@@ -40,10 +40,10 @@ sys.path.insert(0, HERE)
 from cluster import Cluster, die_with_parent  # noqa: E402
 
 ROWS = ["cycle", "semaphore", "shared", "run", "frozen", "scale", "handoff", "handoff-modes", "handoff-node", "waiter",
-        "wake-one", "contention", "load", "rss", "startup"]
+        "wake-one", "fair", "contention", "load", "rss", "startup"]
 # What rows need besides redis-server and the binary, when it is not every reference: run alone,
 # they check for nothing else ("node": node with node-redlock and ioredis installed).
-NEEDS = {"load": (), "handoff-modes": (), "handoff-node": ("node",), "waiter": ("node",), "wake-one": ()}
+NEEDS = {"load": (), "handoff-modes": (), "handoff-node": ("node",), "waiter": ("node",), "wake-one": (), "fair": ()}
 SKIP = 77
 
 # What a shell script using redis-cli would send to release: compare-and-delete.
@@ -657,12 +657,11 @@ class Bench:
                                % sum(s["past_ttl"] for s in samples)},
                       None, "worst < 1 s", worst < 1000.0)
 
-    def _wake_one_window(self, c5, waiters, warm, window):
-        """WAITERS processes looping `run -w 60s --ttl 5s bench-wake -- true` on 5 servers: after WARM
-        seconds, what WINDOW seconds cost each server (INFO after CONFIG RESETSTAT) and how many
-        hand-offs they made (the fencing counter's rise: one per acquisition)."""
-        name = "bench-wake"
-        one = "%s -S %s run -w 60s --ttl 5s %s -- true" % (shlex.quote(self.bin), c5.spec(), name)
+    def _wake_one_window(self, c5, waiters, warm, window, name="bench-wake", flags=""):
+        """WAITERS processes looping `run -w 60s --ttl 5s NAME -- true` (FLAGS added) on 5 servers:
+        after WARM seconds, what WINDOW seconds cost each server (INFO after CONFIG RESETSTAT) and how
+        many hand-offs they made (the fencing counter's rise: one per acquisition)."""
+        one = "%s -S %s run -w 60s --ttl 5s %s %s -- true" % (shlex.quote(self.bin), c5.spec(), flags, name)
         ps = [self.spawn(["sh", "-c", "while :; do %s; done" % one], start_new_session=True) for _ in range(waiters)]
         try:
             time.sleep(warm)
@@ -728,6 +727,29 @@ class Bench:
                            text="%.1f/s at %d processes" % (base["cycles_per_s"], counts[0])),
                       ratio, "≥ 0.8× at 2" if n in (50, 100) else "report",
                       None if n not in (50, 100) or ratio is None else ratio >= 0.8)
+
+    def row_fair(self):
+        """--fair: 20 processes looping `run --fair -w` on one name, served in arrival order: hand-offs
+        per second against 2 such processes, and script calls per hand-off on each server."""
+        c5 = self.cluster(5)
+        counts, warm, window = ((2, 10), 1.0, 2.0) if self.quick else ((2, 20), 3.0, 10.0)
+        runs = {n: self._wake_one_window(c5, n, warm, window, name="bench-fair", flags="--fair") for n in counts}
+        base, r = runs[counts[0]], runs[counts[-1]]
+        fmt = lambda v: "—" if v is None else "%.2f" % v  # noqa: E731
+        self.line("fair", "script calls per hand-off on each server (the most of the 5), %d processes looping "
+                  "`run --fair -w 60s --ttl 5s NAME -- true`" % counts[-1],
+                  dict(r, value=r["script_calls_per_handoff"], unit="calls",
+                       text="%s (%d hand-offs in %.0f s)" % (fmt(r["script_calls_per_handoff"]), r["handoffs"],
+                                                           r["window_s"])),
+                  dict(base, value=base["script_calls_per_handoff"], unit="calls",
+                       text="%s at %d processes" % (fmt(base["script_calls_per_handoff"]), counts[0])),
+                  None, "report", None)
+        ratio = r["cycles_per_s"] / base["cycles_per_s"] if base["cycles_per_s"] else None
+        self.line("fair", "hand-offs per second, %d processes looping `run --fair -w` on one name" % counts[-1],
+                  dict(r, value=r["cycles_per_s"], unit="/s", text="%.1f/s" % r["cycles_per_s"]),
+                  dict(base, value=base["cycles_per_s"], unit="/s",
+                       text="%.1f/s at %d processes" % (base["cycles_per_s"], counts[0])),
+                  ratio, "report", None)
 
     def row_contention(self):
         c5 = self.cluster(5)

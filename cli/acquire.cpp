@@ -104,6 +104,17 @@ const OptionRow<A> kAcquireOptions[] = {
      .takes_value = false,
      .help = "with --shared: go in past writers waiting for the readers to leave",
      .target = &A::no_writer_priority},
+    {.flags = "--fair",
+     .env = "REDLOCK_FAIR",
+     .takes_value = false,
+     .help = "wait in arrival order: while a fair waiter waits, the lock goes to the queue's head alone",
+     .target = &A::fair},
+    {.flags = "--max-queue",
+     .env = "REDLOCK_MAX_QUEUE",
+     .takes_value = true,
+     .type_name = "N",
+     .help = "give up at once, busy, when N waiters are already queued",
+     .target = &A::max_queue},
     {.flags = "--fence-ttl",
      .env = "REDLOCK_FENCE_TTL",
      .takes_value = true,
@@ -164,6 +175,30 @@ std::function<void(const AcquireResult&, TimePoint)> no_quorum_report(const Glob
   };
 }
 
+// -v: a queued waiter's place in line, each time it changes.
+void report_place(std::function<void(const AcquireResult&, TimePoint)>& on_retry, const GlobalOptions& global,
+                  const std::string& name) {
+  auto last = std::make_shared<std::optional<std::int64_t>>();
+  on_retry = [&global, name, last, before = std::move(on_retry)](const AcquireResult& r, TimePoint next) {
+    if (before) before(r, next);
+    if (!r.place || r.place == *last) return;
+    *last = r.place;
+    verbose(global, 1,
+            printable(name) + ": waiting, position " + std::to_string(*r.place) + " in the queue" +
+                (r.ticket > 0 ? " (ticket " + std::to_string(r.ticket) + ")" : ""));
+  };
+}
+
+// --fair and --max-queue: the queue's order is the mutex's alone.
+void plan_queue(AcquirePlan& plan, const AcquireOptions& o) {
+  if ((o.fair || o.max_queue > 0) && (o.limit > 0 || o.shared)) {
+    usage_error(std::string(o.fair ? "--fair" : "--max-queue") + " is for a mutex: not with " +
+                (o.shared ? "--shared" : "--limit"));
+  }
+  plan.spec.fair = o.fair;
+  plan.spec.max_queue = o.max_queue;
+}
+
 }  // namespace
 
 AcquirePlan plan_acquire(const AcquireOptions& o, const GlobalOptions& global) {
@@ -201,6 +236,8 @@ AcquirePlan plan_acquire(const AcquireOptions& o, const GlobalOptions& global) {
   plan.wait.retry_delay = duration_option(o.retry_delay, "--retry-delay", false);
   if (wait) plan.wait.deadline = Clock::now() + duration_option(o.wait, "--wait", true);
   if (global.verbose >= 1) plan.wait.on_retry = no_quorum_report(global, o.name, plan.wait.deadline);
+  if (global.verbose >= 1) report_place(plan.wait.on_retry, global, o.name);
+  plan_queue(plan, o);
   require_private_file(o.token_file, "--token-file");
   return plan;
 }
@@ -210,6 +247,10 @@ void json_slot(Json& j, const AcquirePlan& plan) {
   if (plan.limit == 0) return;
   j["limit"] = plan.limit;
   j["slot"] = plan.slot ? Json(*plan.slot) : Json(nullptr);
+}
+
+void json_fairness(Json& j, const AcquirePlan& plan, const AcquireResult& r) {
+  if (plan.spec.fair) j["fairness"] = r.barged ? "degraded" : "fair";
 }
 
 void json_acquisition(Json& j, const AcquireResult& r) {
@@ -368,6 +409,7 @@ class Acquisition {
     if (global_.json) {
       json_acquisition(j, r);
       json_slot(j, plan_);
+      json_fairness(j, plan_, r);
       if (r.outcome == AcquireOutcome::Interrupted) j["interrupted_by"] = signal_name(signal);
       if (r.outcome == AcquireOutcome::NoQuorum) no_quorum(&j, o_.name, "no quorum: " + r.message);
       delivered = print_json(j);

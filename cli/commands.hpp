@@ -34,6 +34,8 @@ struct AcquireOptions {
   std::string fence_ttl = "30d";
   bool shared = false;              // --shared: a reader
   bool no_writer_priority = false;  // --no-writer-priority: a reader goes in past waiting writers
+  bool fair = false;                // --fair: served in arrival order
+  std::size_t max_queue = 0;        // --max-queue: busy at once when this many wait (0: no limit)
 };
 
 // What the acquire options come to, checked.
@@ -68,6 +70,8 @@ AcquirePlan plan_acquire(const AcquireOptions& options, const GlobalOptions& glo
 void json_acquisition(Json& j, const AcquireResult& r);
 // With --limit: "limit" and the "slot" taken (null when none); with --shared: "mode":"shared".
 void json_slot(Json& j, const AcquirePlan& plan);
+// With --fair: "fairness", "fair", or "degraded" when the hand-off went the unfair way.
+void json_fairness(Json& j, const AcquirePlan& plan, const AcquireResult& r);
 // A busy lock's holder: {"owner": the owner record's name or null, "ttl_ms": until it could be free, or null}.
 Json json_holder(const Holder& holder);
 // Whether a nested acquire/run re-enters (see AcquirePlan::reentry): the status that decides it

@@ -229,6 +229,7 @@ class Runner {
     report_["child_exit"] = nullptr;
     report_["signal"] = nullptr;
     json_slot(report_, ap);
+    json_fairness(report_, ap, acq);
     // The signals that came while waiting were for redlock: TERM, INT and HUP end the wait, and
     // QUIT, USR1 and USR2 are dropped rather than delivered to the command the moment it starts.
     for (const auto& caught : signals_->take()) {

@@ -48,6 +48,10 @@ void print_table(const StatusOptions& o, const StatusResult& r) {
   // raises the counters of the servers it took).
   if (r.fence > 0)
     std::printf("fence  %lld (highest counter, at least the last fence)\n", static_cast<long long>(r.fence));
+  for (const auto& q : r.queue) {
+    std::printf("queue  %zu: %s (ticket %lld)\n", q.position, printable(q.owner).c_str(),
+                static_cast<long long>(q.ticket));
+  }
   std::size_t width = 6;
   for (const auto& s : r.servers) width = std::max(width, s.server.size());
   std::printf("\n");
@@ -56,6 +60,13 @@ void print_table(const StatusOptions& o, const StatusResult& r) {
     std::string value = s.value ? printable(*s.value) : s.error.empty() ? "" : s.error;
     print_row(width, s.server, std::string(s.result_name()), s.ok ? ttl_text(s.ttl_ms) : "-", value);
   }
+}
+
+// The waiters queued, next to be served first: [{"owner":…,"ticket":…,"position":0}, …].
+Json json_queue(const std::vector<QueuedPlace>& queue) {
+  Json list = Json::array();
+  for (const auto& q : queue) list.push_back({{"owner", q.owner}, {"ticket", q.ticket}, {"position", q.position}});
+  return list;
 }
 
 int run_status(const StatusOptions& o, const GlobalOptions& global) {
@@ -96,6 +107,7 @@ int run_status(const StatusOptions& o, const GlobalOptions& global) {
       servers[i]["owner"] = s.owner ? Json(*s.owner) : Json(nullptr);
     }
     j["servers"] = servers;
+    j["queue"] = json_queue(r.queue);
     if (r.no_quorum) no_quorum(&j, o.name, unanswered);
     print_json(j);
   } else {

@@ -17,7 +17,7 @@ _redlock_value_kind() {
         -S | --servers)
             echo server ;;
         --user | --tls-server-name | --prefix | --token | --owner | --drift | -E | --conflict-exit-code | \
-            -c | --command | --lost-exit-code | --max-terms | --limit | --slot | --member-wait)
+            -c | --command | --lost-exit-code | --max-terms | --limit | --slot | --member-wait | --max-queue)
             echo other ;;
         --until)
             echo until ;;
@@ -83,7 +83,7 @@ _redlock_main() {
         --tls-server-name --tls-insecure --json -v --verbose -q --quiet --prefix -h --help -V --version"
     local commands="acquire extend release status run elect doctor list watch completion"
     local acquire_opts="--ttl -n --nonblock -w --wait -E --conflict-exit-code --token --token-file
-        --retry-delay --drift --owner --limit --shared --no-writer-priority --fence-ttl"
+        --retry-delay --drift --owner --limit --shared --no-writer-priority --fair --max-queue --fence-ttl"
     local run_opts="$acquire_opts -c --command --renew --signal -k --kill-after --lost-exit-code --report
         --min-hold --max-hold"
     local elect_opts="$run_opts --once --max-terms --observe"

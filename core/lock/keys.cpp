@@ -45,6 +45,10 @@ std::string waiter_key(const LockKeys& keys, const std::string& id) {
   return keys.channel.substr(0, keys.channel.size() - std::string_view("wake").size()) + "waiter:" + id;
 }
 
+std::string queue_helper(const LockKeys& keys, const std::string& word) {
+  return keys.channel.substr(0, keys.channel.size() - std::string_view("wake").size()) + word;
+}
+
 LockKeys derive_reader_keys(const std::string& key) {
   LockKeys keys = derive_keys(key);
   keys.reader = true;
@@ -66,7 +70,8 @@ SemaphoreKeys derive_semaphore_keys(const std::string& key, std::size_t limit) {
 
 bool is_helper_key(const std::string& key) {
   for (const char* suffix : {":redlock:fence", ":redlock:owner", ":redlock:wake", ":redlock:limit", ":redlock:waiters",
-                             ":redlock:readers", ":redlock:writers", ":redlock:readerowners"}) {
+                             ":redlock:readers", ":redlock:writers", ":redlock:readerowners", ":redlock:ticket",
+                             ":redlock:fair"}) {
     if (ends_with(key, suffix)) return true;
   }
   // A waiter's heartbeat key: ":redlock:waiter:" and hex digits.

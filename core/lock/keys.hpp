@@ -27,6 +27,9 @@ struct LockKeys {
 
 // The heartbeat key of waiter ID in the queue of KEYS: while it lives, the waiter is alive.
 std::string waiter_key(const LockKeys& keys, const std::string& id);
+// The helper key {KEY}:redlock:WORD beside KEYS' channel, as the scripts find it: "ticket" (the
+// queue's ticket counter), "fair" (a fair waiter's mark).
+std::string queue_helper(const LockKeys& keys, const std::string& word);
 
 LockKeys derive_keys(const std::string& key);
 // KEY's keys as a reader of the shared mode uses them.
@@ -49,6 +52,7 @@ SemaphoreKeys derive_semaphore_keys(const std::string& key, std::size_t limit);
 
 // Whether KEY ends as a helper key does (":redlock:fence", ":redlock:owner", ":redlock:wake",
 // ":redlock:limit", ":redlock:waiters", ":redlock:readers", ":redlock:writers", ":redlock:readerowners",
+// ":redlock:ticket", ":redlock:fair",
 // ":redlock:slot:" and digits, ":redlock:waiter:" and hex digits): a lock of that name could be
 // another lock's helper key or a semaphore's slot, and be overwritten by its owner record or share
 // its holders.

@@ -5,6 +5,7 @@
 #include <map>
 #include <memory>
 
+#include "core/lock/fair.hpp"
 #include "core/lock/faults.hpp"
 #include "core/lock/scripts.hpp"
 #include "core/lock/token.hpp"
@@ -59,6 +60,12 @@ struct Vote {
   std::optional<std::string> record;  // busy: the holder's owner record
   bool joined = false;                // busy: the caller joined the queue of waiters
   bool behind_readers = false;        // busy where readers hold: the writer is to queue there
+  bool behind_queue = false;          // busy only because another waiter is the fair queue's head
+  std::int64_t ticket = 0;            // busy and queued: the caller's ticket there
+  std::int64_t place = -1;            // busy and queued: how many are queued ahead there
+  std::string head;                   // behind_queue: the head's id
+  bool kept_place = false;            // taken, in fair mode: the waiter is still queued there
+  bool fair_mode = false;             // busy: the queue there is in fair mode
   ServerReport report;
 };
 
@@ -86,12 +93,20 @@ Vote read_vote(const Network& network, std::size_t server, const std::optional<R
   if (reply.elements.size() > 5 && reply.elements[5].type == Reply::Type::String) v.record = reply.elements[5].str;
   v.joined = reply.elements.size() > 6 && reply.elements[6].as_integer().value_or(0) == 1;
   v.behind_readers = reply.elements.size() > 7 && reply.elements[7].as_integer().value_or(0) == 1;
+  v.behind_queue = reply.elements.size() > 8 && reply.elements[8].as_integer().value_or(0) == 1;
+  if (reply.elements.size() > 10) {
+    v.ticket = reply.elements[9].as_integer().value_or(0);
+    v.place = reply.elements[10].as_integer().value_or(-1);
+  }
+  if (reply.elements.size() > 11 && reply.elements[11].type == Reply::Type::String) v.head = reply.elements[11].str;
+  v.fair_mode = reply.elements.size() > 12 && reply.elements[12].as_integer().value_or(0) == 1;
   if (*state == 1 || *state == 2) {
     v.kind = Vote::Kind::Yes;
+    v.kept_place = reply.elements.size() > 5 && reply.elements[5].as_integer().value_or(0) == 1;
     v.report = answer_report(network, server, *r, *state == 1 ? Answer::Locked : Answer::Reacquired, true);
   } else {
     v.kind = Vote::Kind::No;
-    bool foreign = reply.elements[3].str != "string";
+    bool foreign = reply.elements[3].str != "string" && !v.behind_queue;
     v.report = answer_report(network, server, *r, foreign ? Answer::Foreign : Answer::Busy, false);
     if (foreign) v.report.error = "held as a Redis " + reply.elements[3].str + " by another kind of client";
   }
@@ -258,6 +273,8 @@ Request acquire_request(const LockSpec& spec, const std::string& owner) {
   // Both expiries in one argument, and a waiter's id and heartbeat: see acquire.lua.
   std::string ttls = ms_count(spec.ttl) + " " + ms_count(spec.fence_ttl);
   if (!spec.waiter.empty()) ttls += " " + spec.waiter + " " + ms_count(spec.heartbeat);
+  if (!spec.waiter.empty() && (spec.fair || spec.barge))
+    ttls += std::string(" ") + (spec.fair ? "f" : "") + (spec.barge ? "b" : "");
   Request r = Request::eval(kAcquireScript, {k.lock, k.fence, k.owner}, {spec.token, ttls, owner, k.channel});
   r.replicated = true;
   return r;
@@ -566,6 +583,7 @@ struct Redlock::Votes {
   std::vector<std::optional<std::string>> busy_records;
   std::size_t free_now = 0;          // took it, or found no key at all
   std::vector<bool> behind_readers;  // busy where readers hold: the writer queues there
+  std::vector<std::int64_t> places;  // busy answers: how many were queued ahead there
   bool duplicate = false;            // a server turned out to be another configured one
   Duration took{};                   // from the round's start to its decision
 };
@@ -633,7 +651,13 @@ Redlock::Votes Redlock::read_votes(const Round& round, AcquireResult& res) const
       ++res.busy_answers;
       res.queued += v.joined ? 1 : 0;
       votes.behind_readers[i] = v.behind_readers;
+      res.behind_queue += v.behind_queue ? 1 : 0;
+      if (v.behind_queue) res.heads.push_back(v.head);
+      res.fair_mode = res.fair_mode || v.fair_mode;
     }
+    res.tickets.push_back(v.kind == Vote::Kind::No ? v.ticket : 0);
+    res.kept_place.push_back(v.kept_place);
+    if (v.kind == Vote::Kind::No) votes.places.push_back(v.place);
     votes.answered[i] = v.kind == Vote::Kind::Yes || (result && result->failure == Failure::Reply);
     votes.may_hold[i] = v.kind == Vote::Kind::Yes || !result ||
                         (v.kind == Vote::Kind::Failed && (result->ok() || unsure_whether_run(result->failure)));
@@ -695,6 +719,10 @@ void Redlock::finish_lost(const LockSpec& spec, const Round& round, const Tally&
     res.holder_free_in = quorum_free_in(network_.size(), votes.free_now, votes.busy_pttl);
     res.holder = busy_holder(votes.busy_records, res.holder_free_in);
     res.message = busy_message(*res.holder, res.tally);
+    res.place = queue_place(votes.places);
+    if (res.behind_queue > 0 && res.behind_queue == res.busy_answers)
+      res.message = "free, but another waiter's turn in the fair queue (busy on " +
+                    servers_text(res.tally.no, res.tally.total) + and_not_waited(res.tally) + ")";
   }
 }
 
@@ -748,7 +776,8 @@ class QueuePlace {
     for (std::size_t i = 0; i < queued_.size() && i < res.servers.size(); ++i) {
       const Answer a = res.servers[i].result;
       if (a == Answer::Locked || a == Answer::Reacquired) {
-        queued_[i] = false;
+        // In fair mode a taken server keeps the place until the acquire ends: left then.
+        queued_[i] = i < res.kept_place.size() && res.kept_place[i];
       } else if (a == Answer::Busy || (!won && (a == Answer::NotWaitedFor || a == Answer::Failed))) {
         queued_[i] = true;
       }
@@ -762,6 +791,74 @@ class QueuePlace {
   std::vector<bool> queued_;
 };
 
+// A queued waiter's turn: the ticket it keeps (written back where its servers disagree), its
+// --max-queue, and when a hand-off the queues hold up goes the unfair way (see HandOffWatch).
+class QueueTurn {
+ public:
+  QueueTurn(Network& network, Duration timeout, const LockSpec& spec)
+      : network_(network), timeout_(timeout), watch_(spec.heartbeat) {}
+
+  // After the attempt R, made with SPEC; sets SPEC's next attempt's way (fair or not).
+  void after(AcquireResult& r, LockSpec& spec) {
+    r.barged = spec.barge;
+    if (r.outcome != AcquireOutcome::Busy) return;
+    if (first_ && spec.max_queue > 0 && r.place && *r.place >= static_cast<std::int64_t>(spec.max_queue)) {
+      r.queue_full = true;
+      r.message = std::to_string(*r.place) + " already queued ahead, at most " + std::to_string(spec.max_queue) +
+                  " may be (" + r.message + ")";
+    }
+    first_ = false;
+    // Tickets order the queue only in fair mode: outside it a wake-one waiter's rank is a hint, and
+    // writing back tickets that concurrent joins drew apart would cost every hand-off a script call.
+    if (spec.fair || r.fair_mode) keep_ticket(r, spec);
+    const bool held_up = r.behind_queue > 0 && r.behind_queue + r.tally.yes >= r.tally.needed();
+    spec.barge = watch_.observe(network_.now(), held_up, r.heads);
+  }
+
+ private:
+  // The first ticket chosen is kept: a server that queued the waiter with another (it lost the
+  // place and the waiter joined again, or it missed the join) is given it, and the first time
+  // the tickets disagree, a quorum must store it before the waiter counts as arrived.
+  void keep_ticket(AcquireResult& r, const LockSpec& spec) {
+    bool wait = false;
+    if (ticket_ == 0) {
+      auto choice = choose_ticket(r.tickets, quorum_size(network_.size()));
+      if (!choice) return;
+      ticket_ = choice->ticket;
+      wait = choice->write_back;
+    }
+    r.ticket = ticket_;
+    std::vector<bool> fix(r.tickets.size(), false);
+    std::size_t stored = 0;
+    for (std::size_t i = 0; i < fix.size(); ++i) {
+      fix[i] = r.tickets[i] > 0 && r.tickets[i] != ticket_;
+      if (r.tickets[i] == ticket_) ++stored;
+    }
+    if (std::none_of(fix.begin(), fix.end(), [](bool b) { return b; })) return;
+    const std::string ticket = std::to_string(ticket_);
+    const std::string queue = spec.keys.waiters, id = spec.waiter;
+    Round round(network_, fix, [&](std::size_t i) {
+      network_.send(i, Request::command({"ZADD", queue, "XX", ticket, id}), [](Result) {});
+      Request req = Request::eval(kFenceScript, {queue_helper(spec.keys, "ticket")}, {ticket, ms_count(spec.fence_ttl)});
+      req.with_body = true;
+      return req;
+    });
+    if (!wait) return round.abandon();
+    network_.run_until([&] { return stored + count(round.results(), classify_ticket).yes >= quorum_size(fix.size()); },
+                       network_.now() + timeout_);
+    round.abandon();
+  }
+  static Vote::Kind classify_ticket(const Result& res) {
+    return res.ok() && res.reply.as_integer() ? Vote::Kind::Yes : Vote::Kind::Failed;
+  }
+
+  Network& network_;
+  Duration timeout_;
+  HandOffWatch watch_;
+  std::int64_t ticket_ = 0;
+  bool first_ = true;
+};
+
 }  // namespace
 
 AcquireResult Redlock::acquire(const LockSpec& spec, const WaitOptions& wait) {
@@ -772,14 +869,17 @@ AcquireResult Redlock::acquire(const LockSpec& spec, const WaitOptions& wait) {
   if (wait.wait && !spec.keys.reader) {
     queued.waiter = make_token().substr(0, 16);
     place.emplace(network_, QueuedWaiter{queued.waiter, spec.keys.channel + ":" + queued.waiter,
-                                         waiter_key(spec.keys, queued.waiter), spec.keys.waiters, spec.heartbeat});
+                                         waiter_key(spec.keys, queued.waiter), spec.keys.waiters, spec.heartbeat,
+                                         spec.fair ? queue_helper(spec.keys, "fair") : ""});
   }
+  QueueTurn turn(network_, timeout_, spec);
   bool writer_queued = false;
   AcquireResult res = acquire_with(
       spec.keys.channel, spec.ttl, wait,
       [&] {
         AcquireResult r = attempt(queued);
         if (place) place->note(r);
+        if (place) turn.after(r, queued);
         writer_queued = writer_queued || r.writer_queued;
         return r;
       },
@@ -823,6 +923,7 @@ AcquireResult Redlock::acquire_with(const std::string& channel, Duration ttl, co
     res.attempts = attempts;
     TimePoint now = network_.now();
     res.elapsed = now - begin;
+    if (res.queue_full) return res;
     // While a wait lasts, no quorum is "not yet": servers restarting or frozen for a moment are
     // waited out like a holder. The wait ends with 69 only when its last attempt had no quorum.
     const bool short_of_quorum = res.outcome == AcquireOutcome::NoQuorum && may_recover(res);
@@ -968,8 +1069,9 @@ ExtendResult Redlock::extend(const LockKeys& keys, const std::string& token, Dur
   return res;
 }
 
-Round Redlock::read_everywhere(const LockKeys& keys) {
+Round Redlock::read_everywhere(const LockKeys& keys, bool with_queue) {
   Round round(network_, [&](std::size_t) {
+    if (with_queue) return Request::eval(kStatusScript, {keys.lock, keys.owner, keys.fence, keys.waiters}, {});
     return Request::eval(kStatusScript, {keys.lock, keys.owner, keys.fence}, {});
   });
   network_.run_until([&] { return round.complete(); }, kNever);
@@ -1035,8 +1137,14 @@ ReleaseResult Redlock::release(const LockKeys& keys, const std::string& token, b
 }
 
 StatusResult Redlock::status(const LockKeys& keys) {
-  const Round round = read_everywhere(keys);
+  const Round round = read_everywhere(keys, true);
+  std::vector<std::vector<QueueEntry>> queues;
+  for (const auto& r : round.results()) {
+    if (r && r->ok() && r->reply.type == Reply::Type::Array && r->reply.elements.size() > 5)
+      queues.push_back(parse_queue(r->reply.elements[5]));
+  }
   StatusResult res;
+  res.queue = merge_queue(queues);
   res.elapsed = network_.now() - round.started();
   res.tally.total = round.results().size();
   std::vector<std::optional<LockReading>> readings(res.tally.total);
@@ -1071,7 +1179,8 @@ StatusResult Redlock::status(const LockKeys& keys) {
 }
 
 std::optional<LockReading> parse_lock_reading(const Reply& reply) {
-  if (reply.type != Reply::Type::Array || reply.elements.size() != 5 || !reply.elements[2].as_integer()) {
+  if (reply.type != Reply::Type::Array || reply.elements.size() < 5 || reply.elements.size() > 6 ||
+      !reply.elements[2].as_integer()) {
     return std::nullopt;
   }
   LockReading r;
@@ -1081,6 +1190,19 @@ std::optional<LockReading> parse_lock_reading(const Reply& reply) {
   if (reply.elements[3].type == Reply::Type::String) r.owner = reply.elements[3].str;
   r.fence = reply.elements[4].as_integer().value_or(0);
   return r;
+}
+
+std::vector<QueueEntry> parse_queue(const Reply& reply) {
+  std::vector<QueueEntry> queue;
+  if (reply.type != Reply::Type::Array) return queue;
+  for (std::size_t i = 0; i + 2 < reply.elements.size(); i += 3) {
+    const auto& e = reply.elements;
+    std::int64_t ticket = 0;
+    const std::string& score = e[i + 1].str;
+    std::from_chars(score.data(), score.data() + score.size(), ticket);
+    queue.push_back({e[i].str, ticket, e[i + 2].str});
+  }
+  return queue;
 }
 
 namespace {

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "core/lock/fair.hpp"
 #include "core/lock/keys.hpp"
 #include "core/lock/quorum.hpp"
 #include "core/lock/round.hpp"
@@ -102,6 +103,12 @@ struct LockSpec {
   Duration heartbeat = kDefaultHeartbeat;
   // A reader (keys.reader) is refused while a writer waits; false lets it in (--no-writer-priority).
   bool writer_priority = true;
+  // --fair: while a fair waiter waits, the lock goes to the queue's head alone (see acquire.lua).
+  // BARGE: this attempt skips the queue's order (a hand-off the queues held up for a heartbeat).
+  bool fair = false;
+  bool barge = false;
+  // --max-queue: a waiter gives up busy at once when this many are queued ahead (0: no limit).
+  std::size_t max_queue = 0;
 };
 
 struct AcquireResult;
@@ -142,6 +149,21 @@ struct AcquireResult {
   // Refused by readers somewhere: the writer queued among the shared mode's waiting writers there
   // (Redlock::acquire withdraws it when the acquire ends).
   bool writer_queued = false;
+  // Busy: how many servers refused only because another waiter is the fair queue's head (the
+  // lock is free there); the ticket each server queued the caller with (0: none); how many are
+  // queued ahead of it, as far as the servers agree.
+  std::size_t behind_queue = 0;
+  std::vector<std::string> heads;  // the heads the queues named when they refused, in server order
+  std::vector<bool> kept_place;    // per server: taken there, and still queued (fair mode)
+  bool fair_mode = false;          // busy: a fair waiter's mark lives on some server
+  std::vector<std::int64_t> tickets;
+  std::optional<std::int64_t> place;
+  // The ticket the waiter keeps (see choose_ticket), once known.
+  std::int64_t ticket = 0;
+  // --fair: taken by an attempt that skipped the queue's order (the hand-off degraded).
+  bool barged = false;
+  // --max-queue: given up at once, that many were queued ahead.
+  bool queue_full = false;
   std::string message;  // why not, in words
 };
 
@@ -185,6 +207,7 @@ struct StatusResult {
   std::optional<std::string> owner;  // held: the owner record's text, when there is one
   std::optional<std::int64_t> since_unix_ms;
   std::int64_t fence = 0;  // the highest fencing counter seen
+  std::vector<QueuedPlace> queue;  // the live waiters queued on any server, next to be served first
   Duration elapsed{};
   Tally tally;
   std::vector<ServerReport> servers;
@@ -201,6 +224,8 @@ struct LockReading {
 // The status script's answer {type, value, PTTL, owner record, fence counter}; nothing when REPLY
 // is not one.
 std::optional<LockReading> parse_lock_reading(const Reply& reply);
+// The queue in the status script's answer, {ID, TICKET, OWNER, ...}; empty when REPLY is not one.
+std::vector<QueueEntry> parse_queue(const Reply& reply);
 
 // What the servers' readings say of a lock (the rule of `status` and `list`): held when a quorum
 // holds one token with time left, free when a quorum holds nothing, partial otherwise, unknown
@@ -310,8 +335,9 @@ class Redlock {
   // Not won: busy (and by whom), or no quorum (and why), into RES.
   void finish_lost(const LockSpec& spec, const Round& round, const Tally& tally, const Votes& votes,
                    AcquireResult& res) const;
-  // The status script on every server, each answer waited for (up to --timeout).
-  Round read_everywhere(const LockKeys& keys);
+  // The status script on every server, each answer waited for (up to --timeout); WITH_QUEUE: the
+  // live waiters of the lock's queue too.
+  Round read_everywhere(const LockKeys& keys, bool with_queue = false);
   // The read-only round before a forced release: what every server holds under the key.
   ReleaseResult check_forced(const LockKeys& keys);
   // Releases TOKEN after a failed attempt on the servers in MAY_HOLD; waits for those in ANSWERED.

@@ -174,6 +174,8 @@ void Wakeups::beat() {
   for (std::size_t i = 0; i < network_.size(); ++i) {
     network_.send(i, Request::command({"PEXPIRE", s.queued->alive_key, ms}), [](Result) {});
     network_.send(i, Request::command({"PEXPIRE", s.queued->queue_key, ms}), [](Result) {});
+    if (!s.queued->fair_key.empty())
+      network_.send(i, Request::command({"SET", s.queued->fair_key, "1", "PX", ms}), [](Result) {});
   }
   s.heartbeat_due = now + s.queued->heartbeat / 3;
 }

@@ -41,6 +41,7 @@ struct QueuedWaiter {
   std::string alive_key;  // {KEY}:redlock:waiter:ID
   std::string queue_key;  // {KEY}:redlock:waiters
   Duration heartbeat{};   // the expiry the heartbeat sets, refreshed three times within it
+  std::string fair_key;   // {KEY}:redlock:fair for a fair waiter, which its heartbeat keeps too; else empty
 };
 
 class Wakeups {

@@ -227,7 +227,7 @@ class Worker(threading.Thread):
         except (OSError, ValueError):
             report = {}
         keep = {k: report.get(k) for k in ("outcome", "fence", "token", "wait_ms", "held_ms", "renewals", "child_exit",
-                                           "signal", "attempts", "released", "message", "exit_status")}
+                                           "signal", "attempts", "released", "message", "exit_status", "fairness")}
         self.record(ev="done", n=n, t=t1, t0=t0, code=code, outcome=report.get("outcome"), report=keep,
                     stopping=self.env.stopping.is_set())
         if report.get("token") and report.get("outcome") in ("child_exited", "child_signaled", "lost"):

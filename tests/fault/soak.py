@@ -37,7 +37,7 @@ MUST_PASS = ["contention", "pause-minority", "kill-minority", "partition", "prox
              "crash-restart-delayed", "crash-restart-aof", "early-expiry", "clock-rate", "clock-step", "stale-token",
              "holder-pause", "renewal", "quorum-loss", "holder-crash", "signals", "duplicate-server", "script-flush",
              "starvation", "siblings", "rolling-restart", "blip", "loaded-host", "semaphore", "semaphore-cuts",
-             "semaphore-rolling", "shared", "sentinel-failover", "sentinel-forgets"]
+             "semaphore-rolling", "shared", "sentinel-failover", "sentinel-forgets", "fair", "fair-kill"]
 # (row name, scenario, REDLOCK_FAULT or None for the real binary): must be caught.
 CONTROLS = [("control:release-any", "stale-token", "release-any"),
             ("control:no-validity", "quorum-loss", "no-validity"),

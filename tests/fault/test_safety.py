@@ -61,6 +61,11 @@ class Safety(ScenarioTest):
         self.assertPassed(s)
         self.assertGreaterEqual(s["readers_at_once"], 2)
 
+    def test_fair_waiters_under_a_rotating_minority_paused(self):
+        s = self.run_scenario("fair", 5)
+        self.assertPassed(s)
+        self.assertGreater(s["fair_handoffs"], 0)
+
     def test_s17_script_flush(self):
         self.assertPassed(self.run_scenario("script-flush", 6))
 

@@ -18,7 +18,8 @@ LOCK = {"acquire", "extend", "release", "status", "run"}
 ALL = LOCK | {"doctor", "list", "elect", "--version"}
 # The groups of the table: the object itself, and the objects and arrays inside it.
 NESTED = {"quorum": "quorum", "holder": "holder", "error": "error"}
-ARRAYS = {"servers": "servers[]", "checks": "checks[]", "holders": "holders[]", "locks": "locks[]"}
+ARRAYS = {"servers": "servers[]", "checks": "checks[]", "holders": "holders[]", "locks": "locks[]",
+          "queue": "queue[]"}
 
 
 def table_rows(text):
@@ -107,7 +108,8 @@ class JsonFields(ClusterTest):
         # The cases above reached the fields that only they print.
         printed = set().union(*(obj for obj in self.objects))
         self.assertLessEqual({"holder", "nested", "interrupted_by", "min_hold_ms", "forced", "error", "redlock",
-                              "child_exit", "message", "reason", "checks", "holders", "slot", "locks", "terms"},
+                              "child_exit", "message", "reason", "checks", "holders", "slot", "locks", "terms", "queue",
+                              "fairness"},
                              printed)
 
     def test_a_row_taken_out_of_the_table_is_missed(self):
@@ -126,6 +128,12 @@ class JsonFields(ClusterTest):
         token = held["token"]
         self.rl_json("acquire", "-n", "job", code=75)  # busy: holder, reason, message
         self.rl_json("status", "job", code=0)
+        for s in self.cluster.servers:  # a waiter queued: status lists it (queue[])
+            with s.client() as c:
+                c.call("ZADD", "{job}:redlock:waiters", "1", "0123456789abcdef")
+                c.call("SET", "{job}:redlock:waiter:0123456789abcdef", "someone", "PX", "20000")
+        self.assertEqual(len(self.rl_json("status", "job", code=0)["queue"]), 1)
+        self.rl_json("acquire", "--fair", "-n", "other-job", code=0)  # fairness
         self.rl_json("extend", "job", "--token", token, code=0)
         self.rl_json("extend", "job", "--token", "not-it", code=1)
         self.rl_json("release", "job", "--token", "not-it", code=1)

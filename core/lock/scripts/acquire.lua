@@ -1,17 +1,22 @@
 -- Takes KEYS[1] for token ARGV[1] with expiry TTL ms when it is free (SET NX PX), or resets the
 -- expiry when it already holds ARGV[1]. Either way it raises the fencing counter KEYS[2] in the
 -- same step (see bump), so a quorum of equal answers is a fence already stored on a quorum.
--- ARGV[2] is "TTL FENCE_TTL[ WAITER HEARTBEAT]": the lock's expiry and the fencing counter's (ms),
--- which every bump sets anew, and for a caller that waits, its waiter id and heartbeat (ms); one
+-- ARGV[2] is "TTL FENCE_TTL[ WAITER HEARTBEAT[ FLAGS]]": the lock's expiry and the fencing counter's
+-- (ms), which every bump sets anew, and for a caller that waits, its waiter id and heartbeat (ms)
+-- and its flags (fair, barge: see head_ahead); one
 -- argument, since a server that asks for a password answers a request of more than
 -- ten words from a client that has not given one with a protocol error instead of NOAUTH.
 -- KEYS[3] is the owner record (ARGV[3], '' for none), ARGV[4] the wake-up channel ('' for none).
 -- Returns {state, fencing counter, holder's PTTL, type, announces[, holder's owner record]}: state 1
 -- taken, 2 already ours, 0 busy (then the counter is 0: a busy answer carries no fence; announces is
 -- 1 when the holder keeps an owner record, as redlock holders do: they announce their release; and
--- the record itself follows, false when there is none, so a busy answer can say who holds the lock;
+-- the record itself follows, false when there is none, so a busy answer can say who holds the lock
+-- (when taken, the sixth element is 1 when the waiter kept its place in the queue, see queue);
 -- then 1 when the caller joined the queue of waiters, 0 when it did not, or could not: an ACL; then 1
--- when readers of the shared mode hold, 0 otherwise).
+-- when readers of the shared mode hold, 0 otherwise; then 1 when the lock is free here but another
+-- waiter is the fair queue's head (the PTTL is then the head's heartbeat's), the caller's ticket
+-- (0 when it did not join), how many are queued ahead of it (-1 when unknown), when the queue
+-- refused, the head's id, and 1 when the queue is in fair mode here (a fair waiter's mark lives)).
 -- A waiter joins the lock's queue when it finds the lock busy and leaves it when it takes the lock
 -- (see queue below); the queue only decides whom a release wakes, never who may take the lock.
 -- While readers of the shared mode hold, KEYS[1] holds their marker 'redlock:shared': the answer is
@@ -26,7 +31,12 @@ if redis.replicate_commands then
   redis.replicate_commands()
 end
 local ttl, fence_ttl, rest = string.match(ARGV[2], '^(%d+) (%d+)(.*)$')
-local waiter, heartbeat = string.match(rest, '^ (%x+) (%d+)$')
+local waiter, heartbeat, flags = string.match(rest, '^ (%x+) (%d+) ?(%a*)$')
+-- FLAGS: 'f' a fair waiter (it turns the queue's order on, see head_ahead), 'b' a waiter that
+-- skips the queue's order for this hand-off (the queues' heads disagreed for a heartbeat TTL).
+local fair = flags and string.find(flags, 'f', 1, true) ~= nil
+local barge = flags and string.find(flags, 'b', 1, true) ~= nil
+local prefix = ARGV[4] ~= '' and string.sub(ARGV[4], 1, -5)
 
 -- The queue is {KEY}:redlock:waiters beside the channel {KEY}:redlock:wake (a sorted set of waiter
 -- ids, scored in arrival order on this server), and each waiter's heartbeat is
@@ -34,41 +44,91 @@ local waiter, heartbeat = string.match(rest, '^ (%x+) (%d+)$')
 -- its own, {KEY}:redlock:wake:ID, where releases name it when its turn comes. Its commands go through
 -- pcall: an ACL written before the queue existed refuses them, and the lock works as before
 -- (every release then wakes every waiter).
+-- Joining takes a ticket: the score, {KEY}:redlock:ticket raised by one and never below the last
+-- score queued here; a waiter already queued keeps its own. Returns {joined, ticket, place}: place
+-- is how many are queued ahead (dead ones not yet dropped included).
 local function queue(join)
-  if not waiter or ARGV[4] == '' then
-    return 0
+  if not waiter or not prefix then
+    return join and {0, 0, -1} or 0
   end
-  local prefix = string.sub(ARGV[4], 1, -5)
   local waiters, alive = prefix .. 'waiters', prefix .. 'waiter:' .. waiter
   if not join then
     -- Taken: the waiters next in line, who may have been named by the release, go back to sleep.
-    redis.pcall('ZREM', waiters, waiter)
-    redis.pcall('DEL', alive)
-    local next = redis.pcall('ZRANGE', waiters, 0, 1)
+    -- In fair mode the waiter keeps its place until it knows it won on a quorum (it then leaves
+    -- everywhere, see QueuePlace): a split vote must not send it to the back where it was taken
+    -- and leave the servers with different heads. Returns 1 when it kept its place.
+    local fair_mode = redis.pcall('EXISTS', prefix .. 'fair') == 1
+    if not fair_mode then
+      redis.pcall('ZREM', waiters, waiter)
+      redis.pcall('DEL', alive)
+    end
+    local next = redis.pcall('ZRANGE', waiters, 0, 2)
     if type(next) == 'table' and not next.err then
+      local told = 0
       for _, id in ipairs(next) do
-        redis.pcall('PUBLISH', ARGV[4] .. ':' .. id, 'acquired')
+        if id ~= waiter and told < 2 then
+          redis.pcall('PUBLISH', ARGV[4] .. ':' .. id, 'acquired')
+          told = told + 1
+        end
       end
     end
-    return 0
+    return fair_mode and 1 or 0
   end
   local last = redis.pcall('ZRANGE', waiters, -1, -1, 'WITHSCORES')
-  local score = 1
-  if type(last) == 'table' and last[2] then
-    score = tonumber(last[2]) + 1
+  local score = tonumber(redis.pcall('ZSCORE', waiters, waiter))
+  if not score then
+    local ticket = redis.pcall('INCR', prefix .. 'ticket')
+    score = type(ticket) == 'number' and ticket or 1
+    if type(last) == 'table' and last[2] and tonumber(last[2]) >= score then
+      score = tonumber(last[2]) + 1
+      redis.pcall('SET', prefix .. 'ticket', score)
+    end
+    redis.pcall('PEXPIRE', prefix .. 'ticket', fence_ttl)
   end
+  if fair then
+    redis.pcall('SET', prefix .. 'fair', '1', 'PX', heartbeat)
+  end
+  -- The heartbeat holds the waiter's --owner, which status shows.
+  local owner = string.match(ARGV[3], '^%S+ (.*)$') or '1'
   -- Joined only when everything the queue needs is allowed, the release's commands and the
   -- waiter's own channel included: a waiter that listens there alone must be named when its turn
   -- comes, or it would not hear the release at all.
   local answers = {last, redis.pcall('ZADD', waiters, 'NX', score, waiter), redis.pcall('PEXPIRE', waiters, heartbeat),
-                   redis.pcall('SET', alive, '1', 'PX', heartbeat), redis.pcall('EXISTS', alive),
+                   redis.pcall('SET', alive, owner, 'PX', heartbeat), redis.pcall('EXISTS', alive),
                    redis.pcall('ZREM', waiters, ''), redis.pcall('PUBLISH', ARGV[4] .. ':' .. waiter, 'queued')}
   for _, answer in ipairs(answers) do
     if type(answer) == 'table' and answer.err then
-      return 0
+      return {0, 0, -1}
     end
   end
-  return 1
+  local place = redis.pcall('ZRANK', waiters, waiter)
+  return {1, score, type(place) == 'number' and place or -1}
+end
+
+-- While a fair waiter's mark {KEY}:redlock:fair lives, the lock goes only to the queue's live head:
+-- the first waiter whose heartbeat lives (dead ones are dropped on the way). Returns the head's
+-- heartbeat PTTL when the head is another waiter, nil when the caller may take the lock. The
+-- queue only ever refuses: every grant is still SET NX below.
+local function head_ahead()
+  if barge or not prefix or redis.pcall('EXISTS', prefix .. 'fair') ~= 1 then
+    return nil
+  end
+  local waiters = prefix .. 'waiters'
+  local ids = redis.pcall('ZRANGE', waiters, 0, 15)
+  if type(ids) ~= 'table' or ids.err then
+    return nil
+  end
+  for _, id in ipairs(ids) do
+    local left = redis.pcall('PTTL', prefix .. 'waiter:' .. id)
+    if type(left) == 'number' and left ~= -2 then
+      if id == waiter then
+        return nil
+      end
+      return math.max(left, 0), id
+    end
+    redis.pcall('ZREM', waiters, id)
+  end
+  return nil
 end
 
 -- The fencing counter goes up by one; where there is none (a new NAME, or one unused for its whole
@@ -90,15 +150,16 @@ local function bump()
   return value
 end
 
-if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ttl) then
+local ahead, head = head_ahead()
+if not ahead and redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ttl) then
   if ARGV[3] ~= '' then
     redis.call('SET', KEYS[3], ARGV[3], 'PX', ttl)
   end
   if ARGV[4] ~= '' then
     redis.call('PUBLISH', ARGV[4], 'acquired')
   end
-  queue(false)
-  return {1, bump(), 0, 'string', 1}
+  local kept = queue(false)
+  return {1, bump(), 0, 'string', 1, kept}
 end
 local kind = redis.call('TYPE', KEYS[1])['ok']
 local value = kind == 'string' and redis.call('GET', KEYS[1])
@@ -110,8 +171,8 @@ if value == ARGV[1] then
   if redis.call('PEXPIRE', KEYS[3], ttl) == 0 and ARGV[3] ~= '' then
     redis.call('SET', KEYS[3], ARGV[3], 'PX', ttl)
   end
-  queue(false)
-  return {2, bump(), 0, kind, 1}
+  local kept = queue(false)
+  return {2, bump(), 0, kind, 1, kept}
 end
 local record_kind = redis.call('TYPE', KEYS[3])['ok']
 local announces = 0
@@ -123,4 +184,10 @@ if record_kind == 'string' then
   record = redis.call('GET', KEYS[3])
 end
 local joined = queue(true)
-return {0, 0, redis.call('PTTL', KEYS[1]), kind, announces, record, joined, 0}
+local fair_mode = prefix and redis.pcall('EXISTS', prefix .. 'fair') == 1 and 1 or 0
+if ahead and kind == 'none' then
+  -- Free, but another waiter's turn: busy until it takes the lock, or until its heartbeat lapses.
+  return {0, 0, ahead, kind, 1, false, joined[1], 0, 1, joined[2], joined[3], head, fair_mode}
+end
+return {0, 0, redis.call('PTTL', KEYS[1]), kind, announces, record, joined[1], 0, 0, joined[2], joined[3], false,
+        fair_mode}

@@ -34,6 +34,10 @@ TEST_CASE("a key that ends as a helper key does is recognised") {
     CHECK(is_helper_key(k.fence));
     CHECK(is_helper_key(k.owner));
     CHECK(is_helper_key(k.channel));
+    // The fair queue's ticket counter and a fair waiter's mark, named from the channel as the scripts do.
+    CHECK(redlock::queue_helper(k, "ticket") == k.fence.substr(0, k.fence.size() - 5) + "ticket");
+    CHECK(is_helper_key(redlock::queue_helper(k, "ticket")));
+    CHECK(is_helper_key(redlock::queue_helper(k, "fair")));
     CHECK_FALSE(is_helper_key(k.lock));
   }
   CHECK_FALSE(is_helper_key("redlock:owner"));

@@ -68,7 +68,7 @@ Slept sleep_through(const std::string& message, bool many_holders = false) {
   Wakeups wakeups(net, "{job}:redlock:wake", 30s, 200ms, 1, net.now(), kNever);
   wakeups.set_many_holders(many_holders);
   wakeups.set_queued(
-      QueuedWaiter{"aa11", "{job}:redlock:wake:aa11", "{job}:redlock:waiter:aa11", "{job}:redlock:waiters", 3s});
+      QueuedWaiter{"aa11", "{job}:redlock:wake:aa11", "{job}:redlock:waiter:aa11", "{job}:redlock:waiters", 3s, ""});
   wakeups.subscribe(net.now() + 100ms, [] { return false; });
   net.advance(10ms);  // every server's confirmation in
   const TimePoint from = net.now();
