@@ -265,6 +265,32 @@ class ClusterMember(unittest.TestCase):
         self.assertEqual(r.json()["servers"][0]["resolved"], target.address)
         self.assertEqual(self.rl(self.two(), "release", "--token", r.json()["token"], name).code, 0)
 
+    def test_ask_is_followed_during_a_migration(self):
+        name = "cl-ask"
+        source, _ = self.cluster.owner(name)
+        target = self.cluster.node(next(p for p in self.cluster.masters() if p != source.port))
+        with source.client() as src, target.client() as dst:
+            slot = src.call("CLUSTER", "KEYSLOT", name)
+            dst.call("CLUSTER", "SETSLOT", slot, "IMPORTING", src.call("CLUSTER", "MYID"))
+            src.call("CLUSTER", "SETSLOT", slot, "MIGRATING", dst.call("CLUSTER", "MYID"))
+        try:
+            asked_before = errorstat(source, "ASK")
+            r = self.rl(self.two(), "--json", "acquire", "-n", "--ttl", "5s", name)
+            # The source has none of the lock's keys: it answers ASK, which is followed to the target;
+            # there a script of several keys, some missing, is refused until the slot is stable.
+            self.assertEqual(r.code, 69, r)
+            entry = r.json()["servers"][0]
+            self.assertIn("TRYAGAIN", entry["error"], entry)
+            self.assertEqual(entry["resolved"], target.address, entry)
+            self.assertGreater(errorstat(source, "ASK"), asked_before)
+        finally:
+            with source.client() as src, target.client() as dst:
+                for c in (src, dst):
+                    c.call("CLUSTER", "SETSLOT", slot, "STABLE")
+        r = self.rl(self.two(), "--json", "acquire", "-n", "--ttl", "5s", name)
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual(self.rl(self.two(), "release", "--token", r.json()["token"], name).code, 0)
+
     def test_one_cluster_counted_twice_is_refused(self):
         nodes = self.cluster.nodes
         other_seeds = "cluster://%s,%s" % (nodes[3].address, nodes[4].address)
