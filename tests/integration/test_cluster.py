@@ -226,6 +226,26 @@ class ClusterMember(unittest.TestCase):
                 waiter.kill()
                 waiter.wait()
 
+    def test_watch_sees_the_release(self):
+        name = "cl-watch"
+        r = self.rl(self.two(), "--json", "acquire", "--ttl", "20s", name)
+        self.assertEqual(r.code, 0, r)
+        owner, _ = self.cluster.owner(name)
+        watcher = spawn(["watch", name, "--until", "free"], servers=self.two(), env=ENV,
+                        stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            def subscribed():
+                with owner.client() as c:
+                    return listeners(c, "{%s}:redlock:wake" % name) >= 1
+            wait_for(subscribed, timeout=10, interval=0.05, what="watch to subscribe on the owning master")
+            self.assertEqual(self.rl(self.two(), "release", "--token", r.json()["token"], name).code, 0)
+            out, err = watcher.communicate(timeout=15)
+            self.assertEqual(watcher.returncode, 0, err)
+        finally:
+            if watcher.poll() is None:
+                watcher.kill()
+                watcher.wait()
+
     def test_names_whose_keys_cannot_share_a_slot_are_refused(self):
         for name in ("a{}b", "a}b"):
             r = self.rl(self.three(), "acquire", name)
