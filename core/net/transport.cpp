@@ -839,9 +839,11 @@ namespace {
 // asked for takes two (ASK, then MOVED once it has moved); more is a map in flux.
 constexpr int kMaxRedirects = 5;
 
-// The slot a request is about: its first key (a script's KEYS[1], a command's first argument).
+// The slot a request is about: its route_key, else its first key (a script's KEYS[1], a command's
+// first argument).
 // Every key of one lock shares the lock's hash tag (keys_share_slot), so one slot serves them all.
 int request_slot(const Request& r) {
+  if (!r.route_key.empty()) return key_slot(r.route_key);
   if (r.script) return r.argv.size() > 1 && r.argv[0] != "0" ? key_slot(r.argv[1]) : 0;
   return r.argv.size() > 1 ? key_slot(r.argv[1]) : 0;
 }
