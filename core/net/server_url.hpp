@@ -2,7 +2,7 @@
 //   redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]   rediss://… (TLS)
 //   unix://[[USER]:PASSWORD@]/PATH[?db=N]         [[USER]:PASSWORD@]HOST:PORT
 //   sentinel://[[USER]:PASSWORD@]S1[:PORT][,S2[:PORT]…]/MASTERNAME[?db=N][&sentinel_password_file=PATH]
-//   cluster://[[USER]:PASSWORD@]N1[:PORT][,N2[:PORT]…][?db=0]
+//   cluster://[[USER]:PASSWORD@]N1[:PORT][,N2[:PORT]…][?db=0]   cluster+tls://… (TLS to every node)
 // A sentinel:// URL is one member of the quorum: the master a Sentinel group names, found by asking
 // its sentinels (port 26379 unless given) in turn. Its user and password are the master's; the
 // sentinels' password is read from the file the query names, and is never part of the URL's text.
@@ -39,11 +39,15 @@ struct ServerUrl {
   std::optional<std::string> sentinel_password_file;
   std::optional<std::string> sentinel_password;
 
-  // Cluster only: the nodes first asked for the slot map.
+  // Cluster only: the nodes first asked for the slot map, and whether every node is reached over
+  // TLS (cluster+tls://).
   std::vector<Endpoint> seeds;
+  bool cluster_tls = false;
 
   bool is_sentinel() const { return scheme == Scheme::Sentinel; }
   bool is_cluster() const { return scheme == Scheme::Cluster; }
+  // Whether connections for this entry (its own, or its nodes') need TLS.
+  bool uses_tls() const { return scheme == Scheme::Tls || (is_cluster() && cluster_tls); }
 
   // The URL with the password shown as "***" ("redis://***@h:1", "redis://user:***@h:1"): the only
   // form that may be printed.

@@ -246,7 +246,7 @@ class Transport::Connection {
         auto done = std::move(p.done);
         p.done = nullptr;
         std::string why = connected_ ? "no answer within " + ms_text(owner_.options_.timeout)
-                          : url().scheme == ServerUrl::Scheme::Tls
+                          : endpoint().scheme == ServerUrl::Scheme::Tls
                               ? "connect or TLS handshake timed out after " + ms_text(owner_.options_.timeout) +
                                     " (is it a TLS port?)"
                               : "connect timed out after " + ms_text(owner_.options_.timeout);
@@ -1071,7 +1071,7 @@ class Transport::ClusterMember {
 Transport::Transport(std::vector<ServerUrl> servers, TransportOptions options)
     : servers_(std::move(servers)), options_(std::move(options)) {
   bool any_tls = std::any_of(servers_.begin(), servers_.end(),
-                             [](const ServerUrl& u) { return u.scheme == ServerUrl::Scheme::Tls; });
+                             [](const ServerUrl& u) { return u.uses_tls(); });
   if (any_tls) tls_ = std::make_unique<TlsContext>(options_.tls);
   for (std::size_t i = 0; i < servers_.size(); ++i) {
     commands_.push_back(std::make_unique<Connection>(*this, i, Connection::Role::Commands));

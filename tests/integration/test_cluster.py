@@ -22,15 +22,16 @@ ENV = {"REDLOCK_TIMEOUT": "1s"}
 class RedisCluster:
     """Six cluster nodes: three masters, each with a replica."""
 
-    def __init__(self, workdir):
+    def __init__(self, workdir, node=Server, cli=()):
+        """NODE(workdir, index, extra) makes a node; CLI: what redis-cli needs to reach them."""
         extra = ("--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "5000")
         self.nodes = []
         try:
             for k in range(6):
                 # The bus port of its own: PORT + 10000 may be taken, or past 65535.
                 bus = ("--cluster-port", str(free_port()))
-                self.nodes.append(Server(workdir, 100 + k, extra + bus).start())
-            create = ["redis-cli", "--cluster", "create"] + [n.address for n in self.nodes] + \
+                self.nodes.append(node(workdir, 100 + k, extra + bus).start())
+            create = ["redis-cli"] + list(cli) + ["--cluster", "create"] + [n.address for n in self.nodes] + \
                 ["--cluster-replicas", "1", "--cluster-yes"]
             done = subprocess.run(create, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=60)
             if done.returncode != 0:
@@ -96,8 +97,8 @@ class RedisCluster:
         wait_for(lambda: self.owner(key)[0].port == target.port, timeout=10, what="the slot to move")
         return source
 
-    def url(self, seeds=2):
-        return "cluster://" + ",".join(n.address for n in self.nodes[:seeds])
+    def url(self, seeds=2, scheme="cluster"):
+        return scheme + "://" + ",".join(n.address for n in self.nodes[:seeds])
 
     def stop(self):
         for n in self.nodes:

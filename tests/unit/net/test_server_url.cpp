@@ -329,6 +329,18 @@ TEST_CASE("server URLs: a Redis Cluster is one member") {
     auto seed = u.seed(1);
     CHECK(seed.redacted() == "redis://alice:***@n2:7001");
     CHECK(parse_server_url("cluster://n1?db=0").db == 0);
+    CHECK(seed.scheme == ServerUrl::Scheme::Tcp);
+  }
+  SUBCASE("cluster+tls: every node over TLS") {
+    auto u = parse_server_url("cluster+tls://pw@n1,n2:7001");
+    CHECK(u.is_cluster());
+    CHECK(u.cluster_tls);
+    CHECK(u.uses_tls());
+    CHECK(u.redacted() == "cluster+tls://***@n1:6379,n2:7001");
+    CHECK(u.seed(1).scheme == ServerUrl::Scheme::Tls);
+    CHECK(u.address() == parse_server_url("cluster://n1,n2:7001").address());
+    CHECK(split_server_list("cluster+tls://a,b,redis://c") ==
+          std::vector<std::string>{"cluster+tls://a,b", "redis://c"});
   }
   SUBCASE("mistakes are configuration errors that never show the password; a db other than 0 is one") {
     for (const char* bad : {"cluster://pw@", "cluster://pw@n1,", "cluster://pw@n1:0", "cluster://pw@n1/0",
