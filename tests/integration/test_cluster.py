@@ -202,50 +202,45 @@ class ClusterMember(unittest.TestCase):
                 if port != owner.port:
                     self.assertEqual(self.cluster.keys_on(self.cluster.node(port), "*%s*" % tag), [], name)
 
+    def listening(self, name, *args):
+        """Starts redlock ARGS against two(), and waits until it listens for NAME's wake-ups on the
+        owning master; it is killed at the end of the test if still running."""
+        owner, _ = self.cluster.owner(name)
+        proc = spawn(list(args), servers=self.two(), env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+        def stop():
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+        self.addCleanup(stop)
+
+        def subscribed():
+            with owner.client() as c:
+                return listeners(c, "{%s}:redlock:wake" % name) >= 1
+        wait_for(subscribed, timeout=10, interval=0.05, what="%s to subscribe on the owning master" % args[0])
+        return proc
+
     def test_a_waiter_is_woken_through_the_owning_master(self):
         name = "cl-wake"
         r = self.rl(self.two(), "--json", "acquire", "--ttl", "20s", name)
         self.assertEqual(r.code, 0, r)
-        token = r.json()["token"]
-        owner, _ = self.cluster.owner(name)
-        waiter = spawn(["acquire", "--ttl", "5s", "-w", "15s", name], servers=self.two(), env=ENV,
-                       stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        try:
-            def subscribed():
-                with owner.client() as c:
-                    return listeners(c, "{%s}:redlock:wake" % name) >= 1
-            wait_for(subscribed, timeout=10, interval=0.05, what="the waiter to subscribe on the owning master")
-            time.sleep(0.2)
-            started = time.monotonic()
-            self.assertEqual(self.rl(self.two(), "release", "--token", token, name).code, 0)
-            out, err = waiter.communicate(timeout=20)
-            self.assertEqual(waiter.returncode, 0, err)
-            # Woken by the release, not by its slow fallback poll (20 x the retry delay).
-            self.assertLess(time.monotonic() - started, 3.0)
-        finally:
-            if waiter.poll() is None:
-                waiter.kill()
-                waiter.wait()
+        # Its fallback poll behind a redlock holder is 20 retry delays: 20 s.
+        waiter = self.listening(name, "acquire", "--ttl", "5s", "-w", "30s", "--retry-delay", "1s", name)
+        time.sleep(0.2)
+        started = time.monotonic()
+        self.assertEqual(self.rl(self.two(), "release", "--token", r.json()["token"], name).code, 0)
+        out, err = waiter.communicate(timeout=30)
+        self.assertEqual(waiter.returncode, 0, err)
+        self.assertLess(time.monotonic() - started, 15.0)  # woken by the release, not by the poll
 
     def test_watch_sees_the_release(self):
         name = "cl-watch"
         r = self.rl(self.two(), "--json", "acquire", "--ttl", "20s", name)
         self.assertEqual(r.code, 0, r)
-        owner, _ = self.cluster.owner(name)
-        watcher = spawn(["watch", name, "--until", "free"], servers=self.two(), env=ENV,
-                        stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        try:
-            def subscribed():
-                with owner.client() as c:
-                    return listeners(c, "{%s}:redlock:wake" % name) >= 1
-            wait_for(subscribed, timeout=10, interval=0.05, what="watch to subscribe on the owning master")
-            self.assertEqual(self.rl(self.two(), "release", "--token", r.json()["token"], name).code, 0)
-            out, err = watcher.communicate(timeout=15)
-            self.assertEqual(watcher.returncode, 0, err)
-        finally:
-            if watcher.poll() is None:
-                watcher.kill()
-                watcher.wait()
+        watcher = self.listening(name, "watch", name, "--until", "free")
+        self.assertEqual(self.rl(self.two(), "release", "--token", r.json()["token"], name).code, 0)
+        out, err = watcher.communicate(timeout=15)
+        self.assertEqual(watcher.returncode, 0, err)
 
     def test_names_whose_keys_cannot_share_a_slot_are_refused(self):
         for name in ("a{}b", "a}b"):
