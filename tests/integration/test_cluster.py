@@ -311,7 +311,9 @@ class ClusterMember(unittest.TestCase):
         nodes = self.cluster.nodes
         other_seeds = "cluster://%s,%s" % (nodes[3].address, nodes[4].address)
         for servers in ("%s,%s" % (self.cluster.url(), other_seeds),                  # one cluster, two seed lists
-                        "%s,redis://%s" % (self.cluster.url(), nodes[5].address),     # a node that is no seed
+                        # a node that is no seed, found in the map; beside a standalone server, so that
+                        # the outcome waits for the cluster's answer, whatever the node answers itself
+                        "%s,redis://%s,%s" % (self.cluster.url(), nodes[5].address, self.plain[0].url),
                         "%s,redis://%s" % (self.cluster.url(), nodes[0].address)):    # a seed
             r = self.rl(servers, "acquire", "--ttl", "2s", "cl-twice")
             self.assertEqual(r.code, 78, (servers, r))
