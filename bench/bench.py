@@ -4,7 +4,8 @@ run) as a Markdown table on stdout and a JSON file.
 
     bench.py [--quick] [--json PATH] [--rows ROW,ROW...] [-v]
 
-Rows: cycle, semaphore, run, frozen, scale, handoff, handoff-node, waiter, wake-one, contention, load, rss, startup
+Rows: cycle, semaphore, shared, run, frozen, scale, handoff, handoff-modes, handoff-node, waiter, wake-one, contention,
+load, rss, startup
 (default: all, in that order). Every server is a redis-server started here on a loopback port and killed by its process id
 at the end; every loop is bounded in count and time. Timing targets are reported, never asserted:
 the exit status is 0 when every row was measured (met or not), 1 when a row could not be measured,
@@ -38,11 +39,11 @@ sys.path.insert(0, HERE)
 
 from cluster import Cluster, die_with_parent  # noqa: E402
 
-ROWS = ["cycle", "semaphore", "shared", "run", "frozen", "scale", "handoff", "handoff-node", "waiter", "wake-one",
-        "contention", "load", "rss", "startup"]
+ROWS = ["cycle", "semaphore", "shared", "run", "frozen", "scale", "handoff", "handoff-modes", "handoff-node", "waiter",
+        "wake-one", "contention", "load", "rss", "startup"]
 # What rows need besides redis-server and the binary, when it is not every reference: run alone,
 # they check for nothing else ("node": node with node-redlock and ioredis installed).
-NEEDS = {"load": (), "handoff-node": ("node",), "waiter": ("node",), "wake-one": ()}
+NEEDS = {"load": (), "handoff-modes": (), "handoff-node": ("node",), "waiter": ("node",), "wake-one": ()}
 SKIP = 77
 
 # What a shell script using redis-cli would send to release: compare-and-delete.
@@ -448,26 +449,29 @@ class Bench:
         return False
 
     def _handoff_once(self, tool, c5, go, started, lockfile):
+        if tool == "redlock":
+            base = [self.bin, "-S", c5.spec(), "run", "bench-handoff", "--"]
+            ready = lambda waiter: c5.numsub(channel("bench-handoff")) == len(c5.servers)  # noqa: E731
+        else:
+            base = ["flock", lockfile]
+            inode = os.stat(lockfile).st_ino
+            ready = lambda waiter: self._blocked_in_flock(waiter.pid, inode)  # noqa: E731
+        return self._handoff_between(base, base, ready, go, started)
+
+    def _handoff_between(self, holder_base, waiter_base, ready, go, started):
+        """The holder's command (HOLDER_BASE + sh -c …) ends once the waiter (WAITER_BASE + date) is
+        READY(waiter): the ms from the holder's `date +%s%N` at its end to the waiter's at its start."""
         for f in (go, started):
             if os.path.exists(f):
                 os.unlink(f)
         hold = ("touch %s; i=0; while [ ! -e %s ] && [ $i -lt 1000 ]; do sleep 0.01; i=$((i+1)); done; date +%%s%%N"
                 % (started, go))
-        if tool == "redlock":
-            base = [self.bin, "-S", c5.spec(), "run", "bench-handoff", "--"]
-        else:
-            base = ["flock", lockfile]
-        holder = self.spawn(base + ["sh", "-c", hold], stdout=subprocess.PIPE)
+        holder = self.spawn(holder_base + ["sh", "-c", hold], stdout=subprocess.PIPE)
         try:
             wait_for(lambda: os.path.exists(started), 20, "the holder's command to start")
-            waiter = self.spawn(base + ["date", "+%s%N"], stdout=subprocess.PIPE)
+            waiter = self.spawn(waiter_base + ["date", "+%s%N"], stdout=subprocess.PIPE)
             try:
-                if tool == "redlock":
-                    wait_for(lambda: c5.numsub(channel("bench-handoff")) == len(c5.servers), 20,
-                             "the waiter's subscriptions")
-                else:
-                    inode = os.stat(lockfile).st_ino
-                    wait_for(lambda: self._blocked_in_flock(waiter.pid, inode), 20, "flock's waiter to block")
+                wait_for(lambda: ready(waiter), 20, "the waiter to wait")
                 time.sleep(0.1)  # the same for both: the waiter is asleep by now
                 open(go, "w").close()
                 end = int(self.finish(holder, 30)[0])
@@ -494,6 +498,36 @@ class Bench:
         self.timed_line("handoff", "hand-off: holder's command ends → waiting `run`'s command starts, 5 servers",
                         st["redlock"], st["flock"], "flock, same shape", target="≤ 2× flock", limit=2.0,
                         clock="date +%s%N on both sides")
+
+    def row_handoff_modes(self):
+        """The hand-off of `handoff` in each mode, interleaved in one run on 5 servers: the mutex; a
+        semaphore of one slot (`--limit 1`) held, one waiter; a writer (`run NAME`) behind one reader
+        (`run --shared NAME`). Each waiter is known to wait (listening on every server) first."""
+        if self.quick:
+            self.line("handoff-modes", "hand-off per mode", {"value": None, "text": "skipped"},
+                      {"value": None, "text": "not with --quick (about 9 s)"}, skipped=True)
+            return
+        c5 = self.cluster(5)
+        go, started = self.path("go"), self.path("started")
+        R = [self.bin, "-S", c5.spec(), "run"]
+        kinds = {"mutex": ([], [], "bench-hm-mutex"), "semaphore": (["--limit", "1"], ["--limit", "1"], "bench-hm-sem"),
+                 "writer": (["--shared"], [], "bench-hm-shared")}
+        samples = {k: [] for k in kinds}
+        reps = 20
+        for i in range(reps):
+            for kind in (list(kinds) if i % 2 == 0 else list(reversed(kinds))):
+                holder_flags, waiter_flags, name = kinds[kind]
+                ready = lambda waiter, name=name: c5.numsub(channel(name)) == len(c5.servers)  # noqa: E731
+                samples[kind].append(self._handoff_between(R + holder_flags + [name, "--"], R + waiter_flags + [name, "--"],
+                                                           ready, go, started))
+        st = {k: {"median_ms": median(v), "min_ms": min(v), "max_ms": max(v), "n": len(v), "samples_ms": v,
+                  "round_medians_ms": [median(v[i:i + 5]) for i in range(0, len(v) - 4, 5)]}
+              for k, v in samples.items()}
+        ref = "the mutex's hand-off, same run"
+        self.timed_line("handoff-modes", "hand-off, semaphore `--limit 1` full, one waiting `run --limit 1`, 5 servers",
+                        st["semaphore"], st["mutex"], ref, clock="date +%s%N on both sides")
+        self.timed_line("handoff-modes", "hand-off, reader's `run --shared` ends → waiting writer's `run` starts, 5 servers",
+                        st["writer"], st["mutex"], ref, clock="date +%s%N on both sides")
 
     def row_waiter(self):
         a, b = self.cluster(5), self.cluster(5)

@@ -134,8 +134,9 @@ struct SlotLookup {
   std::string message;
 };
 // The keys of the slot TOKEN holds in KEYS' semaphore of LIMIT slots (KEYS themselves for a mutex):
-// slot SLOT when it is given (>= 0), else the slot found from the token. A SLOT without a LIMIT, or
-// not below it, is a usage error.
+// slot SLOT when it is given (>= 0), else the slot found from the token. A SLOT without a LIMIT
+// takes the limit stored on a quorum (one more read); none stored there, a SLOT not below the
+// limit, or a SLOT with a reader's KEYS is a usage error.
 SlotLookup slot_keys(Redlock& redlock, const LockKeys& keys, std::size_t limit, const std::string& token, int slot);
 // The limit stored for NAME's semaphore, if one is (on most servers that answered).
 std::optional<std::size_t> stored_limit(Redlock& redlock, const LockKeys& keys);

@@ -44,10 +44,11 @@ const OptionRow<Rel> kReleaseOptions[] = {
 
 ReleaseResult release_lock(Redlock& redlock, const ReleaseOptions& o, const LockKeys& keys, const std::string& token,
                            bool force) {
-  // --force with --limit frees every slot and the stored limit; with --slot too, that slot alone.
+  // --force with --limit frees every slot and the stored limit; with --slot (and the limit given or
+  // stored), that slot alone.
   if (force && o.limit > 0 && o.slot < 0) return force_release_semaphore(redlock, keys, o.limit);
-  const SlotLookup slot = force && o.limit == 0 ? SlotLookup{keys, false, {}}
-                                                : slot_keys(redlock, keys, o.limit, token, o.slot);
+  const SlotLookup slot = force && o.limit == 0 && o.slot < 0 ? SlotLookup{keys, false, {}}
+                                                              : slot_keys(redlock, keys, o.limit, token, o.slot);
   if (slot.keys) return redlock.release(*slot.keys, token, force);
   ReleaseResult r;
   r.no_quorum = slot.no_quorum;

@@ -2,6 +2,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <ctime>
+#include <variant>
 
 #include "commands.hpp"
 #include "core/lock/semaphore.hpp"
@@ -25,11 +26,35 @@ AcquireResult take_lock(Redlock& redlock, AcquirePlan& plan) {
   return r;
 }
 
+namespace {
+
+// --slot without --limit: the limit stored on a quorum, one value alike; else a usage error, or no
+// quorum when too few servers answered to tell.
+std::variant<std::size_t, SlotLookup> limit_for_slot(Redlock& redlock, const LockKeys& keys) {
+  const Probe probe = Semaphore(redlock, keys.lock, 0).probe();
+  if (auto limit = Semaphore::quorum_limit(probe)) return *limit;
+  if (probe.tally.yes < probe.tally.needed()) {
+    return SlotLookup{std::nullopt, true,
+                      "only " + servers_text(probe.tally.yes, probe.tally.total) +
+                          " answered the read of the stored limit; " + std::to_string(probe.tally.needed()) +
+                          " must answer"};
+  }
+  usage_error("--slot needs --limit: no semaphore limit is stored for " + printable(keys.lock) + " on a quorum");
+}
+
+}  // namespace
+
 SlotLookup slot_keys(Redlock& redlock, const LockKeys& keys, std::size_t limit, const std::string& token, int slot) {
-  if (slot >= 0 && limit == 0) usage_error("--slot needs --limit: only a semaphore has slots");
+  if (slot >= 0 && keys.reader) usage_error("--slot and --shared exclude each other: a reader holds no slot");
+  const bool stored = slot >= 0 && limit == 0;
+  if (stored) {
+    auto found = limit_for_slot(redlock, keys);
+    if (auto* lookup = std::get_if<SlotLookup>(&found)) return *lookup;
+    limit = std::get<std::size_t>(found);
+  }
   if (slot >= 0 && static_cast<std::size_t>(slot) >= limit) {
-    usage_error("--slot " + std::to_string(slot) + ": a semaphore of --limit " + std::to_string(limit) +
-                " has slots 0 to " + std::to_string(limit - 1));
+    usage_error("--slot " + std::to_string(slot) + ": a semaphore of " + (stored ? "stored limit " : "--limit ") +
+                std::to_string(limit) + " has slots 0 to " + std::to_string(limit - 1));
   }
   if (limit == 0) return {keys, false, {}};
   if (slot >= 0) return {derive_semaphore_keys(keys.lock, limit).slots[static_cast<std::size_t>(slot)], false, {}};

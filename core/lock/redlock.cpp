@@ -556,6 +556,9 @@ struct Redlock::Votes {
   // Per server: took the lock; may hold it (took it, or its answer is still out or unreadable:
   // the request may yet run there). Those that said busy or refused cannot hold our token.
   std::vector<bool> holds, may_hold;
+  // Took it, or answered with an error after a write that may have stood (WAIT short of replicas):
+  // a live connection, so the undo is waited for there.
+  std::vector<bool> answered;
   std::vector<std::int64_t> counters;  // the fencing counters of those that took it
   std::vector<std::int64_t> busy_pttl;
   std::vector<std::optional<std::string>> busy_records;
@@ -591,7 +594,7 @@ AcquireResult Redlock::attempt(const LockSpec& spec) {
     res.owner_record = owner;
     return finish_won(spec, round, tally, votes, std::move(res));
   }
-  release_taken(spec, votes.holds, votes.may_hold);
+  release_taken(spec, votes.answered, votes.may_hold);
   if (votes.duplicate) check_duplicates(round.results());
   finish_lost(spec, round, tally, votes, res);
   return res;
@@ -602,6 +605,7 @@ Redlock::Votes Redlock::read_votes(const Round& round, AcquireResult& res) const
   Votes votes;
   votes.holds.assign(n, false);
   votes.may_hold.assign(n, false);
+  votes.answered.assign(n, false);
   votes.behind_readers.assign(n, false);
   for (std::size_t i = 0; i < n; ++i) {
     const auto& result = round.results()[i];
@@ -619,6 +623,7 @@ Redlock::Votes Redlock::read_votes(const Round& round, AcquireResult& res) const
       res.queued += v.joined ? 1 : 0;
       votes.behind_readers[i] = v.behind_readers;
     }
+    votes.answered[i] = v.kind == Vote::Kind::Yes || (result && result->failure == Failure::Reply);
     votes.may_hold[i] = v.kind == Vote::Kind::Yes || !result ||
                         (v.kind == Vote::Kind::Failed && (result->ok() || unsure_whether_run(result->failure)));
     votes.duplicate =
@@ -652,7 +657,7 @@ AcquireResult Redlock::finish_won(const LockSpec& spec, const Round& round, cons
     res.validity = valid_until - now;
     return res;
   }
-  release_taken(spec, votes.holds, votes.may_hold);
+  release_taken(spec, votes.answered, votes.may_hold);
   if (!duplicate_error.empty()) config_error(duplicate_error);
   res.outcome = AcquireOutcome::NoQuorum;
   res.message = fence ? too_little_validity(valid_until - now, spec.min_validity)
@@ -682,19 +687,19 @@ void Redlock::finish_lost(const LockSpec& spec, const Round& round, const Tally&
   }
 }
 
-void Redlock::release_taken(const LockSpec& spec, const std::vector<bool>& holds, const std::vector<bool>& may_hold) {
+void Redlock::release_taken(const LockSpec& spec, const std::vector<bool>& answered, const std::vector<bool>& may_hold) {
   // Servers that have not answered get the release too: on the same connection it follows the
-  // acquire, so a late SET is undone in order. Only those known to hold are waited for.
+  // acquire, so a late SET is undone in order. Only those that answered are waited for.
   Round round(network_, may_hold, [&](std::size_t i) {
     Request r = release_request(spec.keys, spec.token, faults::enabled(faults::Fault::ReleaseAny), "retracted");
     // A server that has not answered may run it much later, whatever its script cache holds then.
-    r.with_body = !holds[i];
+    r.with_body = !answered[i];
     return r;
   });
   network_.run_until(
       [&] {
-        for (std::size_t i = 0; i < holds.size(); ++i) {
-          if (holds[i] && !round.results()[i]) return false;
+        for (std::size_t i = 0; i < answered.size(); ++i) {
+          if (answered[i] && !round.results()[i]) return false;
         }
         return true;
       },
@@ -867,9 +872,14 @@ std::optional<Round> ExtendRound::heal(const Heal& heal) const {
   const std::string ttl_ms = ms_count(result().ttl);
   const std::string fence = std::to_string(heal.fence);
   const std::string fence_ttl_ms = ms_count(heal.fence_ttl);
+  // A reader is put back among the readers, with the marker (rejoin.lua): the same argument, since
+  // a writer needs a quorum too, which shares a server where the reader's entry and marker were found.
   Round healing(network_, missing, [&](std::size_t) {
-    Request r = Request::eval(kHealScript, {keys_.lock, keys_.owner, keys_.fence},
-                              {token_, ttl_ms, heal.owner_record, fence, fence_ttl_ms});
+    const std::vector<std::string> args{token_, ttl_ms, heal.owner_record, fence, fence_ttl_ms};
+    Request r =
+        keys_.reader
+            ? Request::eval(kRejoinScript, {reader_lock(keys_), keys_.readers, keys_.reader_owners, keys_.fence}, args)
+            : Request::eval(kHealScript, {keys_.lock, keys_.owner, keys_.fence}, args);
     r.with_body = true;  // restarted empty: its script cache is empty too
     r.replicated = true;
     return r;

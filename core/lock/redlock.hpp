@@ -236,8 +236,10 @@ class ExtendRound {
   // Once the round extended the lock on a quorum with validity left, puts it back (SET NX PX, the
   // same token and TTL) on the servers that answered they have no lock at all: servers restarted
   // empty, so that a rolling restart does not wear the lock down to nothing. Never anywhere else:
-  // a server where another token holds the key keeps it. The requests go without waiting; the
-  // Round returned collects the answers (nothing when no server needs it).
+  // a server where another token holds the key keeps it. A reader (keys.reader) is put back among
+  // the readers, with the readers' marker, where the lock is absent or holds the marker: never where
+  // a writer holds it. The requests go without waiting; the Round returned collects the answers
+  // (nothing when no server needs it).
   std::optional<Round> heal(const Heal& heal) const;
   Tally tally() const;
   bool decided() const { return tally().decided(); }
@@ -312,8 +314,8 @@ class Redlock {
   Round read_everywhere(const LockKeys& keys);
   // The read-only round before a forced release: what every server holds under the key.
   ReleaseResult check_forced(const LockKeys& keys);
-  // Releases TOKEN after a failed attempt on the servers in MAY_HOLD; waits for those in HOLDS.
-  void release_taken(const LockSpec& spec, const std::vector<bool>& holds, const std::vector<bool>& may_hold);
+  // Releases TOKEN after a failed attempt on the servers in MAY_HOLD; waits for those in ANSWERED.
+  void release_taken(const LockSpec& spec, const std::vector<bool>& answered, const std::vector<bool>& may_hold);
   // Once the outcome is known, waits for names still being resolved (so that two names of one
   // endpoint are refused however the answers raced), then kDuplicateGrace for the rest.
   void settle(const Round& round);

@@ -180,6 +180,16 @@ std::optional<std::size_t> Semaphore::stored_limit(const Probe& probe) {
                std::to_string(kMaxLimit));
 }
 
+std::optional<std::size_t> Semaphore::quorum_limit(const Probe& probe) {
+  const auto limit = stored_limit(probe);
+  if (!limit) return std::nullopt;
+  const std::string text = std::to_string(*limit);
+  const auto holding = static_cast<std::size_t>(
+      std::count_if(probe.limits.begin(), probe.limits.end(), [&](const auto& l) { return l == text; }));
+  if (holding < probe.tally.needed()) return std::nullopt;
+  return limit;
+}
+
 std::optional<std::size_t> Semaphore::find(const std::string& token, Tally* tally) {
   const Probe p = probe(token);
   if (tally) *tally = p.tally;

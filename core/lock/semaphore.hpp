@@ -75,6 +75,8 @@ class Semaphore {
   std::optional<std::size_t> find(const std::string& token, Tally* tally = nullptr);
   // The stored limit: the value on most servers that answered (none when none holds one).
   static std::optional<std::size_t> stored_limit(const Probe& probe);
+  // The limit a quorum of the servers hold, one value alike (none when no value is on a quorum).
+  static std::optional<std::size_t> quorum_limit(const Probe& probe);
   // Each slot's status, after a probe that checks the limit.
   SemaphoreStatus status();
   // Forced release of every slot, whoever holds it, and of the stored limit: an operator's cure,

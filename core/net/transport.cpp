@@ -330,7 +330,7 @@ class Transport::Connection {
 
  private:
   struct Pending {
-    enum class Kind { Auth, Select, Info, Role, Request, Subscribe, Sentinel, Wait };
+    enum class Kind { Auth, Select, Info, Role, Request, Subscribe, Sentinel, Replicas, Wait };
     Kind kind = Kind::Request;
     int wait_for = 0;              // Request: replicas WAIT must confirm (its reply comes next)
     std::optional<Result> answer;  // Wait: the request's own answer, told once WAIT has answered
@@ -349,6 +349,7 @@ class Transport::Connection {
 
   void reset_stream(std::unique_ptr<Stream> stream) {
     stream_ = std::move(stream);
+    scripts_run_.clear();
     reader_ = std::make_unique<ReplyReader>();
     connected_ = false;
     want_write_ = false;
@@ -409,8 +410,11 @@ class Transport::Connection {
 
   // Encodes P's request (and the WAIT its vote needs) and waits for the answer.
   void queue(Pending p, TimePoint now) {
-    encode(p.request, p.eval_sent);
     p.wait_for = wait_count(p.request);
+    // A NOSCRIPT would be answered only after the WAIT behind it had taken its time: a vote that
+    // needs WAIT sends the script itself until this connection has run it once.
+    if (p.wait_for > 0 && !ran(p.request.script)) p.eval_sent = true;
+    encode(p.request, p.eval_sent);
     const int n = p.wait_for;
     const TimePoint deadline = p.deadline;
     const TimePoint sent = p.sent;
@@ -429,12 +433,13 @@ class Transport::Connection {
     pending_.push_back(std::move(w));
   }
 
-  // The replicas that must confirm REQUEST before it counts: --member-wait, else 1 when the master
-  // has replicas; none for a standalone server or a request that is no vote.
+  // The replicas that must confirm REQUEST before it counts: --member-wait, else 1 when ROLE lists
+  // replicas or the sentinels know one they could promote; none for a standalone server or a
+  // request that is no vote.
   int wait_count(const Request& request) const {
     if (!(url().is_sentinel() || url().is_cluster()) || !request.replicated) return 0;
     if (owner_.options_.member_wait) return *owner_.options_.member_wait;
-    return replicas_ > 0 ? 1 : 0;
+    return std::max(replicas_, promotable_) > 0 ? 1 : 0;
   }
 
   void encode(const Request& request, bool full_script) {
@@ -523,6 +528,9 @@ class Transport::Connection {
         break;
       case Pending::Kind::Sentinel:
         return on_sentinel_reply(reply, now);
+      case Pending::Kind::Replicas:
+        promotable_ = promotable_replicas(reply);
+        break;
       case Pending::Kind::Wait:
         on_wait_reply(std::move(p), reply, now);
         break;
@@ -533,8 +541,14 @@ class Transport::Connection {
     return stream_ != nullptr;  // a callback may have failed us
   }
 
+  bool ran(const Script* script) const {
+    return !script || std::find(scripts_run_.begin(), scripts_run_.end(), script) != scripts_run_.end();
+  }
+
   void on_request_reply(Pending p, Reply reply, TimePoint now) {
-    if (reply.is_error() && p.request.script && !p.eval_sent && reply.str.starts_with("NOSCRIPT") && p.done &&
+    const bool noscript = reply.is_error() && reply.str.starts_with("NOSCRIPT");
+    if (!noscript && !ran(p.request.script)) scripts_run_.push_back(p.request.script);
+    if (noscript && p.request.script && !p.eval_sent && p.done &&
         !(p.request.tracked && p.request.interest.expired())) {
       // The server lost its script cache (restart, SCRIPT FLUSH): send the script itself.
       p.eval_sent = true;
@@ -664,8 +678,30 @@ class Transport::Connection {
       encode_argv({"AUTH", *sentinel.password});
       push_prelude(Pending::Kind::Auth, now);
     }
+    // The replicas first, in the same round trip: the master's answer opens the next connection.
+    encode_argv({"SENTINEL", "REPLICAS", url().master_name});
+    push_prelude(Pending::Kind::Replicas, now);
     encode_argv({"SENTINEL", "GET-MASTER-ADDR-BY-NAME", url().master_name});
     push_prelude(Pending::Kind::Sentinel, now);
+  }
+
+  // The replicas the sentinels could promote, whatever their link to the master is now: a vote must
+  // be confirmed while one of them could take over. Those saying they are replicas count, down ones
+  // too until 10 x down-after-milliseconds (the longest link outage after which the sentinels still
+  // promote one that comes back); an old master not yet turned replica after a failover does not.
+  // Refused (an ACL): none known, and ROLE alone decides.
+  static int promotable_replicas(const Reply& reply) {
+    int n = 0;
+    for (const auto& replica : reply.elements) {
+      std::map<std::string, std::string> f;
+      for (std::size_t k = 0; k + 1 < replica.elements.size(); k += 2)
+        f[replica.elements[k].str] = replica.elements[k + 1].str;
+      const auto down_for = Reply::string(f["s-down-time"]).as_integer().value_or(0);
+      const auto down_after = Reply::string(f["down-after-milliseconds"]).as_integer().value_or(30000);
+      const bool gone = f["flags"].find("s_down") != std::string::npos && down_for > 10 * down_after;
+      n += f["role-reported"] == "slave" && !gone ? 1 : 0;
+    }
+    return n;
   }
 
   // The sentinel's answer: the master's address, then a connection to it (false: this one is over).
@@ -815,12 +851,14 @@ class Transport::Connection {
   std::string duplicate_message_;
   std::string server_role_;  // what ROLE said; empty while unknown
   int replicas_ = 0;         // the replicas ROLE listed
+  int promotable_ = 0;       // the replicas the sentinels could promote (SENTINEL REPLICAS)
   // Sentinel members: the master the sentinels named, whether it said it is one, whether it may
   // be one no more (a READONLY, a WAIT short of replicas, a timeout), the requests waiting for it,
   // and the questions to the sentinels (which one is next, how many asked in this turn).
   std::optional<ServerUrl> target_;
   bool confirmed_ = false;
   bool stale_ = false;
+  std::vector<const Script*> scripts_run_;  // scripts this connection's server answered (has cached)
   bool asking_ = false;
   std::deque<Pending> unsent_;
   std::size_t sentinel_next_ = 0;

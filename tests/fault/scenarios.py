@@ -300,6 +300,158 @@ def shared(ctx):
 
 
 # ---------------------------------------------------------------------------------------------
+# Sentinel groups as members: failovers, and a member that forgets
+
+
+def sentinel_groups(env, count):
+    """COUNT Sentinel groups (a master, a replica, three sentinels each) in ENV's directory; the
+    caller stops them."""
+    groups = []
+    try:
+        for k in range(count):
+            groups.append(faultlib.harness.SentinelGroup(env.workdir, 1 + k))
+    except Exception:
+        for g in groups:
+            g.stop()
+        raise
+    return groups
+
+
+def stop_groups(groups):
+    for g in groups:
+        g.stop()
+
+
+def fail_over(env, group, kill):
+    """GROUP's master replaced: SENTINEL FAILOVER, or (KILL) killed -9 and, once the sentinels
+    promoted the replica, restarted empty on its port (they make it a replica again)."""
+    old = group.master_port()
+    victim = group.server_at(old)
+    if kill:
+        victim.kill()
+    else:
+        with group.sentinel_client() as c:
+            c.call("SENTINEL", "FAILOVER", group.name)
+    env.note("fault", what="failover" + (" (kill -9)" if kill else ""), group=group.name)
+    faultlib.harness.wait_for(lambda: group.master_port() != old, timeout=30, interval=0.1, what="the failover")
+    if kill:
+        victim.start(same_port=True)
+    env.note("heal", what="failed over", group=group.name, master=group.master_port())
+
+
+def failovers(groups):
+    def nemesis(env):
+        for k in range(10000):
+            if not env.sleep(2.0):
+                return
+            fail_over(env, groups[k % len(groups)], kill=k % 2 == 1)
+            # Synced again before the next switch of this group (a replica to promote).
+            g = groups[k % len(groups)]
+            faultlib.harness.wait_for(g.synced_replica, timeout=60, interval=0.2, what="a synced replica")
+    return nemesis
+
+
+@scenario("sentinel-failover", "S2 S12", 30)
+def sentinel_failover(ctx):
+    """3 Sentinel groups as the members; one group at a time fails over (SENTINEL FAILOVER, or its
+    master killed -9 and restarted empty) while 6 `run` and 2 acquire workers contend with the
+    default --member-wait: no overlap, fences increase, the locks keep being taken through the
+    switches."""
+    env = env_for(ctx, "sentinel-failover", servers=0)
+    groups = []
+    try:
+        groups = sentinel_groups(env, 3)
+        mixed_workers(env, 6, 2, servers=",".join(g.url() for g in groups), timeout="500ms")
+        env.run(ctx.seconds, failovers(groups))
+        s = summarize(env, "sentinel-failover", expect_cycles=10, heal_bound_s=ttl_s(env) + 5)
+        check_progress_under_faults(s)
+        return s
+    finally:
+        stop_groups(groups)
+        env.close()
+
+
+def wait_new_holder(env, among, timeout=20.0):
+    """Until a worker of AMONG is inside that was not when called (bounded by TIMEOUT)."""
+    before = set(env.inside().items())
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and not env.stopping.is_set():
+        if any(w in among and (w, v) not in before for w, v in env.inside().items()):
+            return
+        time.sleep(0.02)
+
+
+def forgetting(proxy, groups, long_holders):
+    """A member forgets: the plain server cut off behind its PROXY (so a holder has exactly a quorum,
+    the two groups; a cut, not a freeze, so that no late SET lands there), one group's replica
+    frozen and its link closed by the master (CLIENT KILL TYPE replica) until a long holder entered
+    (up to 20 s), the master killed -9, the replica thawed, the proxy healed; the sentinels promote
+    the replica, which lacks what the master took meanwhile. The old master comes back empty as a
+    replica before the next round."""
+    def nemesis(env):
+        for _ in range(10000):
+            if not env.sleep(2.0):
+                return
+            g = next((g for g in groups if g.synced_replica()), None)
+            if g is None:
+                continue  # the old masters still turning replicas (a sentinel in TILT on a busy host)
+            old = g.master_port()
+            replica = next(x for x in g.servers if x.port != old)
+            proxy.cut()
+            replica.freeze()
+            with g.server_at(old).client() as c:
+                c.call("CLIENT", "KILL", "TYPE", "replica")
+            env.note("fault", what="plain server cut off, replica frozen and cut off", group=g.name)
+            wait_new_holder(env, among=long_holders)
+            g.server_at(old).kill()
+            replica.thaw()
+            proxy.heal()
+            faultlib.harness.wait_for(lambda: g.master_port() == replica.port, timeout=30, interval=0.1,
+                                      what="the failover")
+            env.note("heal", what="forgot: replica promoted", group=g.name)
+            g.server_at(old).start(same_port=True)
+            groups.append(groups.pop(groups.index(g)))  # the other group next
+    return nemesis
+
+
+def sentinel_forgets_with(ctx, name, member_wait):
+    env = env_for(ctx, name, servers=1)
+    groups = []
+    try:
+        groups = sentinel_groups(env, 2)
+        spec = ",".join([proxied(env, [0])] + [g.url() for g in groups])  # the plain server first
+        extra = {"REDLOCK_MEMBER_WAIT": member_wait} if member_wait is not None else {}
+        for _ in range(3):  # holders that outlast a round without renewing
+            env.add_worker(mode="acquire", ttl="30s", hold_ms=(7000, 9000), wait="30s", servers=spec,
+                           timeout="500ms", env_extra=extra)
+        for _ in range(2):
+            env.add_worker(mode="run", ttl="2s", hold_ms=(10, 40), wait="30s", servers=spec, timeout="500ms",
+                           env_extra=extra)
+        env.run(ctx.seconds, forgetting(env.proxies[0], groups, long_holders=range(3)))
+        return summarize(env, name, expect_cycles=3, quiet_end=False)
+    finally:
+        stop_groups(groups)
+        env.close()
+
+
+@scenario("sentinel-forgets", "S4", 40)
+def sentinel_forgets(ctx):
+    """Members: a plain server and 2 Sentinel groups. In turn, the plain server is cut off while a
+    group's replica is cut off and its master killed, so the group forgets what its master took
+    unconfirmed. With the default --member-wait such a vote never counted (the sentinels still know
+    the cut-off replica): no overlap."""
+    return sentinel_forgets_with(ctx, "sentinel-forgets", None)
+
+
+@scenario("sentinel-forgets-unconfirmed", "S4 (control)", 40)
+def sentinel_forgets_unconfirmed(ctx):
+    """The negative control of sentinel-forgets: `--member-wait 0` counts unconfirmed votes, a
+    holder of exactly the two groups loses one when it forgets, and a contender gets in beside it.
+    Must be caught (an overlap)."""
+    return sentinel_forgets_with(ctx, "sentinel-forgets-unconfirmed", "0")
+
+
+# ---------------------------------------------------------------------------------------------
 # S2: minority faults (pause, crash, drops and partitions, delay and stalls)
 
 

@@ -37,7 +37,7 @@ MUST_PASS = ["contention", "pause-minority", "kill-minority", "partition", "prox
              "crash-restart-delayed", "crash-restart-aof", "early-expiry", "clock-rate", "clock-step", "stale-token",
              "holder-pause", "renewal", "quorum-loss", "holder-crash", "signals", "duplicate-server", "script-flush",
              "starvation", "siblings", "rolling-restart", "blip", "loaded-host", "semaphore", "semaphore-cuts",
-             "semaphore-rolling", "shared"]
+             "semaphore-rolling", "shared", "sentinel-failover", "sentinel-forgets"]
 # (row name, scenario, REDLOCK_FAULT or None for the real binary): must be caught.
 CONTROLS = [("control:release-any", "stale-token", "release-any"),
             ("control:no-validity", "quorum-loss", "no-validity"),
@@ -46,7 +46,8 @@ CONTROLS = [("control:release-any", "stale-token", "release-any"),
             ("control:shared-token", "siblings", "inherit-any-token"),
             ("control:semaphore-extra-slot", "semaphore", "semaphore-extra-slot"),
             ("control:semaphore-majority", "semaphore-cuts", "semaphore-majority"),
-            ("control:shared-ignores-writer", "shared", "shared-ignores-writer")]
+            ("control:shared-ignores-writer", "shared", "shared-ignores-writer"),
+            ("control:sentinel-unconfirmed", "sentinel-forgets-unconfirmed", None)]
 
 COLUMNS = [("scenario", "scenario", "%-28s"), ("rounds", "rounds", "%6s"), ("seconds", "seconds", "%8s"),
            ("cycles", "lock cycles", "%11s"), ("overlaps", "overlaps", "%8s"), ("lost_updates", "lost updates", "%12s"),

@@ -390,6 +390,113 @@ class TlsServer(Server):
         return Resp(self.port, **kw)
 
 
+class SentinelGroup:
+    """A master, its replica and three redis-sentinel processes watching it as NAME (down-after-milliseconds
+    1000), on free loopback ports; stop() kills them all."""
+
+    def __init__(self, workdir, index, master_password=None, sentinel_password=None):
+        self.workdir = workdir
+        self.name = "m%d" % index
+        self.master_password = master_password
+        self.sentinel_password = sentinel_password
+        auth = ("--requirepass", master_password, "--masterauth", master_password) if master_password else ()
+        self.servers = [Server(workdir, index * 10 + k, auth) for k in range(2)]
+        self.sentinels = []  # (port, process)
+        for s in self.servers:
+            s.start()
+        with self.servers[1].client(password=master_password) as c:
+            c.call("REPLICAOF", "127.0.0.1", self.servers[0].port)
+        wait_for(lambda: self.replica_synced(self.servers[1]), timeout=20, what="the replica to sync")
+        for k in range(3):
+            self.sentinels.append(self.start_sentinel(index * 10 + 5 + k))
+        wait_for(self.watched, timeout=20, interval=0.1, what="the sentinels to find the replica and each other")
+
+    def start_sentinel(self, index):
+        d = os.path.join(self.workdir, "sentinel%d" % index)
+        os.makedirs(d, exist_ok=True)
+        port = Server(self.workdir, index).port  # a free port
+        lines = ["port %d" % port, "bind 127.0.0.1", "dir %s" % d, "logfile %s/log" % d,
+                 "sentinel monitor %s 127.0.0.1 %d 2" % (self.name, self.servers[0].port),
+                 "sentinel down-after-milliseconds %s 1000" % self.name,
+                 "sentinel failover-timeout %s 10000" % self.name]
+        if self.master_password:
+            lines.append("sentinel auth-pass %s %s" % (self.name, self.master_password))
+        if self.sentinel_password:
+            lines.append("requirepass %s" % self.sentinel_password)
+        conf = os.path.join(d, "sentinel.conf")
+        with open(conf, "w") as f:
+            f.write("\n".join(lines) + "\n")
+        proc = subprocess.Popen(["redis-sentinel", conf], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        return port, proc
+
+    def sentinel_client(self, k=0):
+        return Resp(self.sentinels[k][0], password=self.sentinel_password)
+
+    def replica_synced(self, server):
+        try:
+            with server.client(password=self.master_password) as c:
+                return b"master_link_status:up" in c.call("INFO", "replication")
+        except (OSError, RespError):
+            return False
+
+    def synced_replica(self):
+        """True when a server other than the master the sentinels name is its synced replica."""
+        try:
+            master = self.master_port()
+        except (OSError, RespError):
+            return False
+        return any(self.replica_synced(s) for s in self.servers if s.port != master)
+
+    def watched(self):
+        try:
+            for k in range(3):
+                with self.sentinel_client(k) as c:
+                    master = dict(zip(*[iter(c.call("SENTINEL", "MASTER", self.name))] * 2))
+                    if int(master[b"num-slaves"]) < 1 or int(master[b"num-other-sentinels"]) < 2:
+                        return False
+            return True
+        except (OSError, RespError):
+            return False
+
+    def replica_flags(self, port):
+        """The flags the first sentinel gives the replica on PORT."""
+        with self.sentinel_client() as c:
+            for entry in c.call("SENTINEL", "REPLICAS", self.name):
+                fields = dict(zip(entry[::2], entry[1::2]))
+                if int(fields[b"port"]) == port:
+                    return fields[b"flags"].decode()
+        return None
+
+    def master_port(self):
+        with self.sentinel_client() as c:
+            return int(c.call("SENTINEL", "GET-MASTER-ADDR-BY-NAME", self.name)[1])
+
+    def server_at(self, port):
+        return next(s for s in self.servers if s.port == port)
+
+    def url(self, password_file=None):
+        userinfo = ":%s@" % self.master_password if self.master_password else ""
+        hosts = ",".join("127.0.0.1:%d" % port for port, _ in self.sentinels)
+        query = "?sentinel_password_file=%s" % password_file if password_file else ""
+        return "sentinel://%s%s/%s%s" % (userinfo, hosts, self.name, query)
+
+    def shown(self, password_file=None):
+        return self.url(password_file).replace(":%s@" % self.master_password, "***@") if self.master_password \
+            else self.url(password_file)
+
+    def get(self, port, key):
+        with self.server_at(port).client(password=self.master_password) as c:
+            return c.call("GET", key)
+
+    def stop(self):
+        for _, proc in self.sentinels:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(timeout=10)
+        for s in self.servers:
+            s.kill()
+
+
 class Cluster:
     """N independent masters; killed when the test ends."""
 

@@ -1,12 +1,16 @@
 """The lock is a plain string with a PX expiry, as other Redlock clients write it: a redis-py Lock
 (Debian's python3-redis) on the same key on one server excludes us, we exclude it, and
-`release --token` frees its lock."""
+`release --token` frees its lock. node-redlock's lock (as scripts/bench installs it) keeps the
+shared mode's readers and writers out, and readers keep it out."""
 
+import os
+import shutil
 import subprocess
 import sys
 import time
+import unittest
 
-from harness import ClusterTest, main, spawn  # first: it sees to a python3 that has redis-py
+from harness import ROOT, ClusterTest, main, spawn  # first: it sees to a python3 that has redis-py
 
 import redis
 
@@ -48,6 +52,70 @@ class RedisPy(ClusterTest):
         r = self.rl("--json", "acquire", "-w", "300ms", "forever")
         self.assertEqual(r.code, 75, r)
         self.assertEqual(r.json()["reason"], "timeout")
+
+
+def node_modules():
+    """Where scripts/bench installs node-redlock 4 and ioredis, as bench/bench.py finds them."""
+    return os.environ.get("REDLOCK_BENCH_NODE_MODULES") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "redlock-bench", "node", "node_modules")
+
+
+def node_missing():
+    """Why node-redlock cannot be driven here, or None."""
+    if not shutil.which("node"):
+        return "node is not installed"
+    for pkg in ("redlock", "ioredis"):
+        if not os.path.exists(os.path.join(node_modules(), pkg, "package.json")):
+            return "node package %s is not in %s (scripts/bench installs it)" % (pkg, node_modules())
+    return None
+
+
+@unittest.skipIf(node_missing(), node_missing())
+class NodeRedlockAndSharedMode(ClusterTest):
+    """node-redlock 4 on the shared mode's NAME: its lock is an exclusive one, a writer's."""
+    N = 3
+    LOCK_JS = os.path.join(ROOT, "bench", "node", "lock.js")
+
+    def node_args(self, mode, *args):
+        """bench/node/lock.js MODE on every server of the cluster, and the environment it needs."""
+        servers = ",".join("127.0.0.1:%d" % s.port for s in self.cluster.servers)
+        return ["node", self.LOCK_JS, mode, servers, "data"] + list(args), dict(os.environ, NODE_PATH=node_modules())
+
+    def node_cycle(self):
+        """lock.js cycle: one lock() without retries and its unlock(): exit 0, or 75 when busy."""
+        argv, env = self.node_args("cycle")
+        return subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=20)
+
+    def test_their_lock_keeps_our_readers_and_writers_out(self):
+        argv, env = self.node_args("hold", "3000")  # lock(), 3 s, unlock()
+        holder = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        self.addCleanup(lambda: (holder.poll() is None and holder.kill(), holder.communicate()))
+        deadline = time.monotonic() + 10
+        while not all(self.cluster.values("data")) and time.monotonic() < deadline and holder.poll() is None:
+            time.sleep(0.01)
+        theirs = self.cluster.values("data")
+        self.assertTrue(all(theirs) and len(set(theirs)) == 1, theirs)
+        for args in (["--shared"], []):
+            r = self.rl("--json", "acquire", "-n", *args, "data")
+            self.assertEqual((r.code, r.json()["reason"]), (75, "busy"), r)
+        self.assertEqual(self.cluster.values("data"), theirs)  # their lock untouched
+        # A reader waiting for them is in once they unlock.
+        r = self.rl("--json", "acquire", "--shared", "-w", "10s", "data")
+        self.assertEqual(r.code, 0, r)
+        _, err = holder.communicate(timeout=10)
+        self.assertEqual(holder.returncode, 0, err)
+        self.assertEqual(self.cluster.values("data"), [b"redlock:shared"] * 3)
+
+    def test_our_readers_keep_their_lock_out(self):
+        tokens = [self.rl("acquire", "--shared", "--ttl", "10s", "data").stdout.strip() for _ in range(2)]
+        self.assertTrue(all(tokens), tokens)
+        busy = self.node_cycle()
+        self.assertEqual(busy.returncode, 75, busy.stderr)
+        self.assertEqual(self.cluster.values("data"), [b"redlock:shared"] * 3)
+        for token in tokens:
+            self.assertEqual(self.rl("release", "--shared", "--token", token, "data").code, 0)
+        free = self.node_cycle()
+        self.assertEqual(free.returncode, 0, free.stderr)
 
 
 class SilentHolder:

@@ -132,8 +132,9 @@ class Semaphore(ClusterTest):
         wrong = self.rl("release", "--limit", "3", "--slot", str(other), "--token", a["token"], "jobs")
         self.assertEqual(wrong.code, 1, wrong)
         self.assertEqual(self.rl("--json", "status", "--limit", "3", "jobs").json()["held"], 2)
-        for args, says in ((["--slot", "0"], "--slot needs --limit"), (["--limit", "3", "--slot", "3"], "slots 0 to 2")):
-            r = self.rl("release", *args, "--token", a["token"], "jobs")
+        for name, args, says in (("other", ["--slot", "0"], "--slot needs --limit"),
+                                 ("jobs", ["--limit", "3", "--slot", "3"], "slots 0 to 2")):
+            r = self.rl("release", *args, "--token", a["token"], name)
             self.assertEqual((r.code, r.out), (64, b""), r)
             self.assertIn(says, r.stderr)
         # --force with --slot frees that slot alone, whoever holds it.
@@ -141,6 +142,35 @@ class Semaphore(ClusterTest):
         holders = self.rl("--json", "status", "--limit", "3", "jobs").json()["holders"]
         self.assertEqual([h["token"] for h in holders], [a["token"]])
         self.assertEqual(self.rl("release", *slot, "--token", a["token"], "jobs").code, 0)
+
+    def test_slot_without_limit_takes_the_limit_stored_on_a_quorum(self):
+        a = self.rl("--json", "acquire", "--limit", "3", "--ttl", "5s", "jobs").json()
+        b = self.rl("--json", "acquire", "--limit", "3", "--ttl", "5s", "jobs").json()
+        slot_a, slot_b = str(a["slot"]), str(b["slot"])
+        ext = self.rl("extend", "--slot", slot_a, "--token", a["token"], "--ttl", "20s", "jobs")
+        self.assertEqual(ext.code, 0, ext)
+        self.assertGreater(self.cluster.servers[0].pttl("{jobs}:redlock:slot:" + slot_a), 10000)
+        # --force --slot frees that slot alone, whoever holds it (it used to free the plain key).
+        forced = self.rl("release", "--slot", slot_b, "--force", "jobs")
+        self.assertEqual(forced.code, 0, forced)
+        holders = self.rl("--json", "status", "--limit", "3", "jobs").json()["holders"]
+        self.assertEqual([h["token"] for h in holders], [a["token"]])
+        self.assertEqual(self.cluster.servers[0].get("{jobs}:redlock:limit"), b"3")
+        # A slot past the stored limit, and --slot with --shared, are usage errors; nothing changes.
+        for args, says in ((["--slot", "3", "--token", a["token"]], "a semaphore of stored limit 3 has slots 0 to 2"),
+                           (["--slot", slot_a, "--shared", "--token", a["token"]], "--slot and --shared")):
+            r = self.rl("release", *args, "jobs")
+            self.assertEqual((r.code, r.out), (64, b""), r)
+            self.assertIn(says, r.stderr)
+        # The limit stored on one server of three is no quorum's: --slot alone is then a usage error.
+        for server in self.cluster.servers[1:]:
+            with server.client() as c:
+                c.call("DEL", "{jobs}:redlock:limit")
+        lone = self.rl("release", "--slot", slot_a, "--token", a["token"], "jobs")
+        self.assertEqual(lone.code, 64, lone)
+        self.assertEqual(lone.stderr.count("\n"), 1, lone)
+        self.assertIn("--slot needs --limit: no semaphore limit is stored for jobs on a quorum", lone.stderr)
+        self.assertEqual(self.rl("release", "--limit", "3", "--slot", slot_a, "--token", a["token"], "jobs").code, 0)
 
     def test_the_command_learns_its_slot_and_fence_and_a_nested_call_finds_the_slot(self):
         r = self.rl("run", "--limit", "2", "jobs", "-c",

@@ -14,100 +14,11 @@ import tempfile
 import time
 import unittest
 
-from harness import RespError, Resp, Server, main, redlock, spawn, wait_for
+from harness import SentinelGroup as Group, Server, main, redlock, spawn, wait_for
 
 MASTER_SECRET = "Mx-planted-0b7d51"
 SENTINEL_SECRET = "Sx-planted-93ac2e"
 ENV = {"REDLOCK_TIMEOUT": "1s"}
-
-
-class Group:
-    """A master, its replica and three sentinels watching it as NAME."""
-
-    def __init__(self, workdir, index, master_password=None, sentinel_password=None):
-        self.workdir = workdir
-        self.name = "m%d" % index
-        self.master_password = master_password
-        self.sentinel_password = sentinel_password
-        auth = ("--requirepass", master_password, "--masterauth", master_password) if master_password else ()
-        self.servers = [Server(workdir, index * 10 + k, auth) for k in range(2)]
-        self.sentinels = []  # (port, process)
-        for s in self.servers:
-            s.start()
-        with self.servers[1].client(password=master_password) as c:
-            c.call("REPLICAOF", "127.0.0.1", self.servers[0].port)
-        wait_for(lambda: self.replica_synced(self.servers[1]), timeout=20, what="the replica to sync")
-        for k in range(3):
-            self.sentinels.append(self.start_sentinel(index * 10 + 5 + k))
-        wait_for(self.watched, timeout=20, interval=0.1, what="the sentinels to find the replica and each other")
-
-    def start_sentinel(self, index):
-        d = os.path.join(self.workdir, "sentinel%d" % index)
-        os.makedirs(d, exist_ok=True)
-        port = Server(self.workdir, index).port  # a free port
-        lines = ["port %d" % port, "bind 127.0.0.1", "dir %s" % d, "logfile %s/log" % d,
-                 "sentinel monitor %s 127.0.0.1 %d 2" % (self.name, self.servers[0].port),
-                 "sentinel down-after-milliseconds %s 1000" % self.name,
-                 "sentinel failover-timeout %s 10000" % self.name]
-        if self.master_password:
-            lines.append("sentinel auth-pass %s %s" % (self.name, self.master_password))
-        if self.sentinel_password:
-            lines.append("requirepass %s" % self.sentinel_password)
-        conf = os.path.join(d, "sentinel.conf")
-        with open(conf, "w") as f:
-            f.write("\n".join(lines) + "\n")
-        proc = subprocess.Popen(["redis-sentinel", conf], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        return port, proc
-
-    def sentinel_client(self, k=0):
-        return Resp(self.sentinels[k][0], password=self.sentinel_password)
-
-    def replica_synced(self, server):
-        try:
-            with server.client(password=self.master_password) as c:
-                return b"master_link_status:up" in c.call("INFO", "replication")
-        except (OSError, RespError):
-            return False
-
-    def watched(self):
-        try:
-            for k in range(3):
-                with self.sentinel_client(k) as c:
-                    master = dict(zip(*[iter(c.call("SENTINEL", "MASTER", self.name))] * 2))
-                    if int(master[b"num-slaves"]) < 1 or int(master[b"num-other-sentinels"]) < 2:
-                        return False
-            return True
-        except (OSError, RespError):
-            return False
-
-    def master_port(self):
-        with self.sentinel_client() as c:
-            return int(c.call("SENTINEL", "GET-MASTER-ADDR-BY-NAME", self.name)[1])
-
-    def server_at(self, port):
-        return next(s for s in self.servers if s.port == port)
-
-    def url(self, password_file=None):
-        userinfo = ":%s@" % self.master_password if self.master_password else ""
-        hosts = ",".join("127.0.0.1:%d" % port for port, _ in self.sentinels)
-        query = "?sentinel_password_file=%s" % password_file if password_file else ""
-        return "sentinel://%s%s/%s%s" % (userinfo, hosts, self.name, query)
-
-    def shown(self, password_file=None):
-        return self.url(password_file).replace(":%s@" % self.master_password, "***@") if self.master_password \
-            else self.url(password_file)
-
-    def get(self, port, key):
-        with self.server_at(port).client(password=self.master_password) as c:
-            return c.call("GET", key)
-
-    def stop(self):
-        for _, proc in self.sentinels:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait(timeout=10)
-        for s in self.servers:
-            s.kill()
 
 
 class SentinelMembers(unittest.TestCase):
@@ -312,6 +223,54 @@ class SentinelMembers(unittest.TestCase):
         finally:
             self.stop_run(proc)
         self.assert_ran_through(proc, out, (MASTER_SECRET, SENTINEL_SECRET))
+
+    def test_without_member_wait_a_member_that_forgets_lets_two_hold(self):
+        """The safety model's case for WAIT, played out: a member whose master fails over before its
+        replica has the lock forgets it. Members: group 2 and two standalone servers, one of them
+        frozen, so a holder has exactly a quorum. With the default --member-wait the unconfirmed vote
+        does not count and nobody holds; with --member-wait 0 it counts, the group forgets, and a
+        second client takes the lock the first still holds (the negative control)."""
+        group = self.groups[2]
+        plain = [Server(self.workdir, 97 + k).start() for k in range(2)]
+        for p in plain:
+            self.addCleanup(p.kill)
+        spec = "%s,redis://127.0.0.1:%d,redis://127.0.0.1:%d" % (group.url(self.password_file), plain[0].port,
+                                                              plain[1].port)
+        old = group.master_port()
+        replica = next(x for x in group.servers if x.port != old)
+        plain[1].freeze()
+        replica.freeze()
+        try:
+            args = ["--json", "--timeout", "3s", "acquire", "-n", "--ttl", "60s", "sentinel-forgets"]
+            guarded = redlock(args, servers=spec, env=ENV)
+            self.assertEqual(guarded.code, 69, guarded)  # one vote (the plain server's) of the two needed
+            self.assertIn("WAIT: 0 of 1 replicas", guarded.json()["servers"][0]["error"])
+            # The write WAIT could not confirm was taken back before the attempt ended.
+            self.assertIsNone(group.get(old, "sentinel-forgets"))
+            # The replica loses its link (pointed at a closed port), so the next write never reaches it.
+            replica.thaw()
+            with replica.client() as c:
+                c.call("REPLICAOF", "127.0.0.1", "1")
+            # The master lists no replica now, but the sentinels know one they could promote (once
+            # they see it up again after its freeze).
+            wait_for(lambda: group.replica_flags(replica.port) == "slave", timeout=10, interval=0.1,
+                     what="the sentinels to see the replica up")
+            guarded = redlock(args, servers=spec, env=ENV)
+            self.assertEqual(guarded.code, 69, guarded)
+            self.assertIn("WAIT: 0 of 1 replicas", guarded.json()["servers"][0]["error"])
+            first = redlock(["--member-wait", "0"] + args, servers=spec, env=ENV)
+            self.assertEqual(first.code, 0, first)
+            self.assertEqual(group.get(old, "sentinel-forgets"), first.json()["token"].encode())
+            group.server_at(old).kill()
+        finally:
+            if replica.stopped:
+                replica.thaw()
+            plain[1].thaw()
+        wait_for(lambda: group.master_port() == replica.port, timeout=30, interval=0.1, what="the failover")
+        self.assertIsNone(group.get(replica.port, "sentinel-forgets"))  # the write it never had
+        second = redlock(["--member-wait", "0"] + args, servers=spec, env=ENV)
+        self.assertEqual(second.code, 0, second)  # two holders at once: what --member-wait prevents
+        self.assertNotEqual(second.json()["token"], first.json()["token"])
 
 
 if __name__ == "__main__":

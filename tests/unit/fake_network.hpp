@@ -363,7 +363,7 @@ class FakeNetwork final : public Network {
       for (std::size_t k = 1; k + 2 < a.size(); k += 3) locks.push_back(status_reply(i, a[k], a[k + 1], a[k + 2]));
       r.reply = arr(std::move(locks));
     } else if (name == "join" || name == "stay" || name == "leave" || name == "queue" || name == "withdraw" ||
-               name == "readers") {
+               name == "readers" || name == "rejoin") {
       r.reply = shared(i, name, a);
     } else if (name == "probe") {
       r.reply = probe(i, a);
@@ -441,7 +441,7 @@ class FakeNetwork final : public Network {
     return std::chrono::duration_cast<std::chrono::milliseconds>(t - now).count();
   }
 
-  // join, stay, leave, queue, withdraw and readers, as their scripts do it (owner records left out).
+  // join, stay, leave, queue, withdraw, readers and rejoin, as their scripts do it (owner records left out).
   Reply shared(std::size_t i, const std::string& name, const std::vector<std::string>& a) {
     const auto ms = [](const std::string& text) { return std::chrono::milliseconds(std::stoll(text)); };
     if (name == "queue") {
@@ -467,10 +467,20 @@ class FakeNetwork final : public Network {
     auto& readers = zset(i, a[2]);
     const std::string& token = a[4];
     if (name == "stay") {
+      if (!readers.count(token) && (!e || marker)) return Reply::number(-1);
       if (!readers.count(token) || !marker) return Reply::number(0);
       readers[token] = now_ + ms(a[5]);
       e->expires = std::max(e->expires, readers[token]);
       return Reply::number(std::stoll(a[5]));
+    }
+    if (name == "rejoin") {  // keys: lock, readers, records, fence; token, ttl, record, fence, its ttl
+      const std::string& reader = a[5];
+      if ((e && !marker) || readers.count(reader)) return Reply::number(0);
+      readers[reader] = now_ + ms(a[6]);
+      if (!e) servers[i].data[lock] = Entry{"redlock:shared", "string", readers[reader]};
+      if (e) e->expires = std::max(e->expires, readers[reader]);
+      if (std::stoll(a[8]) > counter(i, a[4])) store_fence(i, a[4], a[8], a[9]);
+      return Reply::number(1);
     }
     // leave
     const bool left = a[6] == "1" ? (readers.clear(), true) : readers.erase(token) > 0;

@@ -30,17 +30,7 @@ if not ours and ARGV[5] == '1' and redis.call('ZCARD', KEYS[4]) > 0 then
   local wait = math.max(redis.call('PTTL', KEYS[1]), tonumber(last[2]) - now, 1)
   return {0, 0, wait, 'string', 1, 'a waiting writer'}
 end
-redis.call('ZADD', KEYS[3], now + ttl, ARGV[1])
-stretch(KEYS[3], ttl)
-if ARGV[3] ~= '' then
-  redis.call('HSET', KEYS[5], ARGV[1], ARGV[3])
-  stretch(KEYS[5], ttl)
-end
-if kind == 'none' then
-  redis.call('SET', KEYS[1], marker, 'PX', ttl)
-else
-  stretch(KEYS[1], ttl)
-end
+enter(KEYS[1], kind, KEYS[3], KEYS[5], ARGV[1], ttl, ARGV[3])
 -- 'joined', not 'acquired': a reader among others is no holder to go back to sleep for (a writer
 -- that waits for the readers it found must not be sent back to sleep by one its turn holds back).
 if ARGV[4] ~= '' then

@@ -29,6 +29,22 @@ local function holds_marker(key)
   return redis.call('TYPE', key)['ok'] == 'string' and redis.call('GET', key) == marker
 end
 
+-- Enters reader TOKEN for TTL ms in READERS, with its owner record RECORD ('' for none) in RECORDS,
+-- and makes the lock LOCK (of type KIND: 'none' or the marker) hold the marker for at least as long.
+local function enter(lock, kind, readers, records, token, ttl, record)
+  redis.call('ZADD', readers, now + ttl, token)
+  stretch(readers, ttl)
+  if record ~= '' then
+    redis.call('HSET', records, token, record)
+    stretch(records, ttl)
+  end
+  if kind == 'none' then
+    redis.call('SET', lock, marker, 'PX', ttl)
+  else
+    stretch(lock, ttl)
+  end
+end
+
 -- Tells the waiters on CHANNEL ('' for none) WORD and how many they are, as release.lua does.
 local function wake(channel, word)
   if channel ~= '' then

@@ -2,11 +2,16 @@
 -- KEYS[2] (pruned here, with the owner records KEYS[3]) is live and the lock KEYS[1] holds the
 -- marker. The entry gets ARGV[2] ms from now, or, when ARGV[3] is '1' (no TTL asked for), what it
 -- has left if that is longer; the marker's expiry and the sets' are stretched to cover it, never
--- shortened. Returns the expiry set (ms), or 0 where the reader holds nothing: never -1, since a
--- reader is not put back where it is missing. Announced as 'extended' on ARGV[4] ('' for none).
+-- shortened. Returns the expiry set (ms); -1 where the entry is missing and the lock is absent or
+-- the marker (a server restarted empty: the reader can be put back there, see rejoin.lua); 0 where
+-- the reader holds nothing else (a writer holds the lock, or the marker was deleted by force).
+-- Announced as 'extended' on ARGV[4] ('' for none).
 prune(KEYS[2], KEYS[3])
 local expiry = redis.call('ZSCORE', KEYS[2], ARGV[1])
 if not expiry then
+  if redis.call('TYPE', KEYS[1])['ok'] == 'none' or holds_marker(KEYS[1]) then
+    return -1
+  end
   return 0
 end
 if not holds_marker(KEYS[1]) then

@@ -10,6 +10,7 @@
 using namespace redlock;
 using namespace std::chrono_literals;
 using redlock::test::FakeNetwork;
+using redlock::test::Ids;
 
 namespace {
 
@@ -131,4 +132,22 @@ TEST_CASE("a token that holds a slot takes that slot again (re-acquire), not ano
     REQUIRE(again.acquire(spec("a"), WaitOptions{}).outcome == AcquireOutcome::Acquired);
     CHECK(again.slot() == slot);
   }
+}
+
+TEST_CASE("the limit on a quorum, one value alike, is the quorum's limit; less is none") {
+  FakeNetwork net(5);
+  Redlock lock(net);
+  auto store = [&](std::size_t i, const std::string& value) {
+    net.servers[i].data["{jobs}:redlock:limit"] = FakeNetwork::Entry{value, "string", kNever};
+  };
+  auto quorum_limit = [&] { return Semaphore::quorum_limit(Semaphore(lock, "jobs", 0).probe()); };
+  CHECK_FALSE(quorum_limit());
+  for (std::size_t i : Ids{0, 1}) store(i, "3");
+  store(2, "4");
+  CHECK(Semaphore::stored_limit(Semaphore(lock, "jobs", 0).probe()) == 3U);  // most of those that answered
+  CHECK_FALSE(quorum_limit());                                               // but 2 of 5 is no quorum
+  store(3, "3");
+  CHECK(quorum_limit() == 3U);
+  for (std::size_t i : Ids{0, 1}) net.servers[i].down = true;
+  CHECK_FALSE(quorum_limit());  // one server holds it among those that answered
 }

@@ -138,3 +138,35 @@ TEST_CASE("writer priority: a waiting writer holds new readers back and gets in 
   net.advance(10ms);
   for (std::size_t i = 0; i < net.size(); ++i) CHECK(zset_empty(net, i));
 }
+
+TEST_CASE("a reader's renewal puts it back where a server lost it, never where a writer holds the lock") {
+  FakeNetwork net(7);
+  Redlock lock(net);
+  auto w = lock.acquire(writer("w"), WaitOptions{});
+  REQUIRE(lock.release(derive_keys("data"), "w", false).released);
+  REQUIRE(lock.acquire(reader("r1"), WaitOptions{}).outcome == AcquireOutcome::Acquired);
+  const std::string fence_key = "{data}:redlock:fence";
+  const auto keys = derive_reader_keys("data");
+  // Server 0 restarted empty; server 1 lost the reader only (another reader's marker is there);
+  // server 2 has another client's exclusive lock on the key.
+  net.servers[0].data.clear(), net.servers[0].zsets.clear();
+  net.servers[1].zsets.clear();
+  net.servers[2].zsets.clear();
+  net.set(2, "data", "theirs", 10s);
+  auto r = lock.extend(keys, "r1", 10s, 0.01, Heal{"", w.fence});
+  CHECK(r.extended);  // servers 3 to 6 (the heals are no votes)
+  CHECK(r.healed == 2);
+  for (std::size_t i : Ids{0, 1}) {
+    CHECK(net.value(i, "data") == std::string(kSharedMarker));
+    CHECK(net.servers[i].zsets["{data}:redlock:readers"].count("r1") == 1);
+  }
+  CHECK(net.value(0, fence_key) == std::to_string(w.fence));  // the write fence the reader read
+  CHECK(net.value(2, "data") == "theirs");
+  CHECK(net.servers[2].zsets["{data}:redlock:readers"].empty());
+  // Without a quorum of its own, a reader heals nothing.
+  for (std::size_t i : Ids{0, 1, 3, 4}) net.servers[i].data.clear(), net.servers[i].zsets.clear();
+  auto lost = lock.extend(keys, "r1", 10s, 0.01);
+  CHECK_FALSE(lost.extended);
+  CHECK(lost.healed == 0);
+  CHECK_FALSE(net.value(0, "data"));
+}

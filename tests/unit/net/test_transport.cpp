@@ -301,9 +301,17 @@ std::string bulk(const std::string& s) {
   return "$" + std::to_string(s.size()) + "\r\n" + s + "\r\n";
 }
 
-// A sentinel's answer naming the master at 127.0.0.1:PORT.
-std::string master_address(int port) {
-  return "*2\r\n" + bulk("127.0.0.1") + bulk(std::to_string(port));
+// A sentinel's answers to SENTINEL REPLICAS (none known, or REPLICAS given) and to the master's
+// address, naming the master at 127.0.0.1:PORT.
+std::string master_address(int port, const std::string& replicas = "*0\r\n") {
+  return replicas + "*2\r\n" + bulk("127.0.0.1") + bulk(std::to_string(port));
+}
+
+// SENTINEL REPLICAS' answer: one replica with FLAGS and ROLE, down (s_down) for DOWN_MS of its
+// down-after-milliseconds of 1000.
+std::string one_replica(const std::string& flags, const std::string& role = "slave", int down_ms = 0) {
+  return "*1\r\n*8\r\n" + bulk("flags") + bulk(flags) + bulk("role-reported") + bulk(role) + bulk("s-down-time") +
+         bulk(std::to_string(down_ms)) + bulk("down-after-milliseconds") + bulk("1000");
 }
 
 const std::string kInfo = bulk("# Server\r\nrun_id:abc\r\n");
@@ -484,4 +492,38 @@ TEST_CASE("a Cluster member: an ASK is followed once, after ASKING, and leaves t
   a.join();
   b.join();
   CHECK(second.reply.str == "again");
+}
+
+// ROLE lists no replica (its link is cut), but the sentinels know one they could promote: the vote
+// still waits for it, down for a while too; not for one down longer than the sentinels would still
+// promote it after, nor for an old master not yet turned replica.
+TEST_CASE("a Sentinel member's vote waits for a replica the sentinels could promote, linked or not") {
+  const std::vector<std::pair<std::string, bool>> cases = {
+      {one_replica("slave"), true},
+      {one_replica("s_down,slave,disconnected", "slave", 3000), true},
+      {one_replica("s_down,slave,disconnected", "slave", 20000), false},
+      {one_replica("slave", "master"), false}};
+  for (const auto& [replicas, waits] : cases) {
+    CAPTURE(replicas);
+    Listener sentinel, master;
+    std::string asked, received;
+    std::thread s = scripted(sentinel, {{"GET-MASTER", master_address(master.port, replicas)}}, asked);
+    std::thread m = scripted(
+        master, {{"ROLE", kInfo + kMasterAlone}, {waits ? "WAIT" : "PING", waits ? "+PONG\r\n:0\r\n" : "+PONG\r\n"}},
+        received);
+    TransportOptions o;
+    o.timeout = 2s;
+    Transport t({parse_server_url("sentinel://127.0.0.1:" + std::to_string(sentinel.port) + "/mymaster")}, o);
+    std::optional<Result> out;
+    Request request = Request::command({"PING"});
+    request.replicated = true;
+    t.send(0, std::move(request), [&](Result r) { out = std::move(r); });
+    t.run_until([&] { return out.has_value(); }, Clock::now() + 5s);
+    s.join();
+    m.join();
+    REQUIRE(out);
+    CHECK(asked.find("REPLICAS") < asked.find("GET-MASTER-ADDR-BY-NAME"));
+    CHECK(out->ok() == !waits);
+    CHECK((received.find("WAIT") != std::string::npos) == waits);
+  }
 }
