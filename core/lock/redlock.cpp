@@ -278,12 +278,14 @@ std::int64_t highest(const std::vector<std::int64_t>& counters) {
 }
 
 // Whether an attempt short of a quorum may have one by waiting: servers down, frozen, restarting
-// or loading come back; a wrong password, a failed TLS set-up, something that is not Redis or a
-// script refused do not, and when they alone leave no quorum, waiting cannot help.
+// or loading come back, and so do the replicas a Sentinel member's WAIT fell short of; a wrong
+// password, a failed TLS set-up, something that is not Redis, a script or WAIT refused do not, and
+// when they alone leave no quorum, waiting cannot help.
 bool may_recover(const AcquireResult& res) {
   auto hopeless = std::count_if(res.servers.begin(), res.servers.end(), [](const ServerReport& s) {
     if (s.failed(Failure::Reply)) {
-      for (std::string_view transient : {"LOADING", "BUSY", "MASTERDOWN", "TRYAGAIN"}) {
+      for (std::string_view transient : {std::string_view("LOADING"), std::string_view("BUSY"),
+                                         std::string_view("MASTERDOWN"), std::string_view("TRYAGAIN"), kWaitShort}) {
         if (s.error.rfind(transient, 0) == 0) return false;
       }
       return true;
@@ -687,7 +689,8 @@ void Redlock::finish_lost(const LockSpec& spec, const Round& round, const Tally&
   }
 }
 
-void Redlock::release_taken(const LockSpec& spec, const std::vector<bool>& answered, const std::vector<bool>& may_hold) {
+void Redlock::release_taken(const LockSpec& spec, const std::vector<bool>& answered,
+                            const std::vector<bool>& may_hold) {
   // Servers that have not answered get the release too: on the same connection it follows the
   // acquire, so a late SET is undone in order. Only those that answered are waited for.
   Round round(network_, may_hold, [&](std::size_t i) {

@@ -35,6 +35,10 @@ enum class Failure {
 
 std::string_view failure_name(Failure f);
 
+// How the error of a Sentinel member's vote that WAIT confirmed on too few replicas begins: a
+// Failure::Reply that time may cure (the replicas catch up), unlike other error replies.
+inline constexpr std::string_view kWaitShort = "WAIT: ";
+
 struct Result {
   Failure failure = Failure::None;
   Reply reply;        // when failure == None

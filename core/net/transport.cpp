@@ -591,7 +591,7 @@ class Transport::Connection {
     } else if (!confirmed || *confirmed < p.wait_for) {
       if (url().is_sentinel()) stale_ = true;  // perhaps its replica was promoted: ask the sentinels again
       finish(p.done, Failure::Reply,
-             "WAIT: " + std::to_string(confirmed.value_or(0)) + " of " + std::to_string(p.wait_for) +
+             std::string(kWaitShort) + std::to_string(confirmed.value_or(0)) + " of " + std::to_string(p.wait_for) +
                  " replicas confirmed the write in time; its vote does not count",
              now - p.sent);
     } else {

@@ -11,6 +11,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 import unittest
 
@@ -52,6 +53,27 @@ class SentinelMembers(unittest.TestCase):
         for secret in (MASTER_SECRET, SENTINEL_SECRET):
             self.assertNotIn(secret, r.stdout + r.stderr)
         return r
+
+    def test_a_wait_outlasts_a_replica_that_lags(self):
+        """A vote WAIT could not confirm is not yet, not never: a waiter tries again until the replica
+        catches up."""
+        group = self.groups[0]
+        replica = next(x for x in group.servers if x.port != group.master_port())
+        replica.freeze()
+        thaw = threading.Timer(1.5, replica.thaw)
+        thaw.start()
+        try:
+            start = time.monotonic()
+            r = redlock(["--json", "--timeout", "300ms", "acquire", "-w", "10s", "sentinel-lag"], servers=group.url(),
+                        env=ENV)
+        finally:
+            thaw.cancel()
+            if replica.stopped:
+                replica.thaw()
+        self.assertEqual(r.code, 0, r)
+        self.assertGreaterEqual(time.monotonic() - start, 1.4)
+        self.assertGreater(r.json()["attempts"], 1)
+        self.rl("release", "--token", r.json()["token"], "sentinel-lag")
 
     def test_acquire_status_release_through_the_sentinels(self):
         r = self.rl("--json", "acquire", "--ttl", "20s", "sentinel-basic")
