@@ -16,8 +16,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "integration"))
 
-from harness import Cluster, redlock  # noqa: E402
-from test_sentinel import Group  # noqa: E402
+from harness import Cluster, SentinelGroup as Group, redlock  # noqa: E402
 
 
 def measure(spec, args, n):

@@ -591,13 +591,22 @@ AcquireResult Redlock::attempt(const LockSpec& spec) {
   const Duration took = network_.now() - round.started();
   Votes votes = read_votes(round, res);
   votes.took = took;
+  // A member found to be part of another after its answer came (a node of a Sentinel group
+  // resolved later) refuses the configuration as a duplicate answer does.
+  for (std::size_t i = 0; i < network_.size(); ++i)
+    votes.duplicate = votes.duplicate || !network_.duplicate_of(i).empty();
   res.writer_queued = queue_writer(spec, votes.behind_readers);
   if (tally.won() && validity(spec.ttl, took, spec.drift) > spec.min_validity && !votes.duplicate) {
     res.owner_record = owner;
     return finish_won(spec, round, tally, votes, std::move(res));
   }
   release_taken(spec, votes.answered, votes.may_hold);
-  if (votes.duplicate) check_duplicates(round.results());
+  if (votes.duplicate) {
+    check_duplicates(round.results());
+    for (std::size_t i = 0; i < network_.size(); ++i) {
+      if (!network_.duplicate_of(i).empty()) config_error(network_.duplicate_of(i));
+    }
+  }
   finish_lost(spec, round, tally, votes, res);
   return res;
 }

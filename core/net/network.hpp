@@ -121,6 +121,9 @@ class Network {
   // The address that answered for a member ("host:port"): a Sentinel member's master once the
   // sentinels named it and it said it is a master; empty while unknown.
   virtual std::string resolved(std::size_t /*server*/) const { return {}; }
+  // Why SERVER turned out to be part of another configured member (a second name of one server, a
+  // node of a listed group), once known, perhaps after its own answer came; empty when it is not.
+  virtual std::string duplicate_of(std::size_t /*server*/) const { return {}; }
   // The database the server's URL names (keyspace notifications name it).
   virtual int database(std::size_t /*server*/) const { return 0; }
   // Whether some server's name is still being resolved: until it is, nobody can tell whether it

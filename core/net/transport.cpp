@@ -115,7 +115,9 @@ class Transport::Connection {
   const std::string& run_id() const { return run_id_; }
   const std::string& server_role() const { return server_role_; }
   const std::string& peer() const { return peer_; }
+  const std::vector<std::string>& linked() const { return linked_; }
   bool duplicate() const { return duplicate_; }
+  std::string duplicate_message() const { return duplicate_ ? duplicate_message_ : std::string(); }
   // Connecting, with the name not yet resolved to an address.
   bool resolving() const { return stream_ && !asking_ && !connected_ && stream_->peer().empty(); }
   // A Sentinel member's master once it said it is one; else the endpoint connected to.
@@ -521,8 +523,10 @@ class Transport::Connection {
         if (reply.type == Reply::Type::Array && !reply.elements.empty()) {
           server_role_ = reply.elements[0].str == "slave" ? "replica" : reply.elements[0].str;
           if (reply.elements.size() > 2) replicas_ = static_cast<int>(reply.elements[2].elements.size());
+          linked_ = linked_nodes(reply);
         }
-        if (url().is_sentinel() && role_ == Role::Commands) return confirm_master(now);
+        if (url().is_sentinel() && role_ == Role::Commands && !confirm_master(now)) return false;
+        if (role_ == Role::Commands) owner_.note_group();
         break;
       case Pending::Kind::Subscribe:
         break;
@@ -685,21 +689,38 @@ class Transport::Connection {
     push_prelude(Pending::Kind::Sentinel, now);
   }
 
+  // The nodes ROLE names: a master's replicas, a replica's master ("host:port" each).
+  static std::vector<std::string> linked_nodes(const Reply& role) {
+    std::vector<std::string> out;
+    const auto& e = role.elements;
+    if (e[0].str == "master" && e.size() > 2) {
+      for (const auto& r : e[2].elements) {
+        if (r.elements.size() >= 2) out.push_back(r.elements[0].str + ":" + r.elements[1].str);
+      }
+    } else if (e[0].str == "slave" && e.size() > 2) {
+      out.push_back(e[1].str + ":" + std::to_string(e[2].integer));
+    }
+    return out;
+  }
+
   // The replicas the sentinels could promote, whatever their link to the master is now: a vote must
-  // be confirmed while one of them could take over. Those saying they are replicas count, down ones
-  // too until 10 x down-after-milliseconds (the longest link outage after which the sentinels still
-  // promote one that comes back); an old master not yet turned replica after a failover does not.
-  // Refused (an ACL): none known, and ROLE alone decides.
+  // be confirmed while one of them could take over. Those the sentinels have seen replicating
+  // count, down ones too until 10 x down-after-milliseconds (the longest link outage after which
+  // Sentinel still promotes one that comes back). Not an entry they have never read (master-host
+  // "?": an old master added at a failover, dead or not yet turned replica, which syncs before it
+  // can be promoted), nor one that says it is a master. Refused (an ACL): none, and ROLE decides.
   static int promotable_replicas(const Reply& reply) {
     int n = 0;
     for (const auto& replica : reply.elements) {
       std::map<std::string, std::string> f;
-      for (std::size_t k = 0; k + 1 < replica.elements.size(); k += 2)
+      for (std::size_t k = 0; k + 1 < replica.elements.size(); k += 2) {
         f[replica.elements[k].str] = replica.elements[k + 1].str;
+      }
       const auto down_for = Reply::string(f["s-down-time"]).as_integer().value_or(0);
       const auto down_after = Reply::string(f["down-after-milliseconds"]).as_integer().value_or(30000);
       const bool gone = f["flags"].find("s_down") != std::string::npos && down_for > 10 * down_after;
-      n += f["role-reported"] == "slave" && !gone ? 1 : 0;
+      const bool seen = !f["master-host"].empty() && f["master-host"] != "?";
+      n += f["role-reported"] == "slave" && seen && !gone ? 1 : 0;
     }
     return n;
   }
@@ -849,9 +870,10 @@ class Transport::Connection {
   std::string peer_;  // the endpoint of the last connection (or the one being connected to)
   bool duplicate_ = false;
   std::string duplicate_message_;
-  std::string server_role_;  // what ROLE said; empty while unknown
-  int replicas_ = 0;         // the replicas ROLE listed
-  int promotable_ = 0;       // the replicas the sentinels could promote (SENTINEL REPLICAS)
+  std::string server_role_;          // what ROLE said; empty while unknown
+  int replicas_ = 0;                 // the replicas ROLE listed
+  std::vector<std::string> linked_;  // what ROLE names: a master's replicas, a replica's master
+  int promotable_ = 0;               // the replicas the sentinels could promote (SENTINEL REPLICAS)
   // Sentinel members: the master the sentinels named, whether it said it is one, whether it may
   // be one no more (a READONLY, a WAIT short of replicas, a timeout), the requests waiting for it,
   // and the questions to the sentinels (which one is next, how many asked in this turn).
@@ -1286,6 +1308,10 @@ std::string Transport::role(std::size_t server) const {
   return commands_.at(server)->server_role();
 }
 
+std::string Transport::duplicate_of(std::size_t server) const {
+  return commands_.at(server)->duplicate_message();
+}
+
 std::string Transport::resolved(std::size_t server) const {
   if (clusters_.at(server)) return clusters_[server]->resolved();
   return commands_.at(server)->resolved();
@@ -1304,6 +1330,28 @@ bool Transport::note_peer(std::size_t server) {
     return true;
   }
   return false;
+}
+
+void Transport::note_group() {
+  // A standalone member that is a node of a listed Sentinel group (its master's replica, by either
+  // one's ROLE) would vote twice for one group, or not at all: refused, as a server listed twice.
+  for (std::size_t s = 0; s < commands_.size(); ++s) {
+    if (servers_[s].is_sentinel() || commands_[s]->duplicate()) continue;
+    const auto& node = *commands_[s];
+    for (std::size_t g = 0; g < commands_.size(); ++g) {
+      if (!servers_[g].is_sentinel()) continue;
+      const std::string master = commands_[g]->resolved();
+      const auto& replicas = commands_[g]->linked();
+      const bool of_group = !master.empty() && !node.peer().empty() &&
+                            (std::find(replicas.begin(), replicas.end(), node.peer()) != replicas.end() ||
+                             std::find(node.linked().begin(), node.linked().end(), master) != node.linked().end());
+      if (!of_group) continue;
+      commands_[s]->set_duplicate(servers_[s].redacted() + " is a node of the Sentinel group " +
+                                  servers_[g].redacted() + " (its master " + master +
+                                  "): a group is one member, one vote");
+      break;
+    }
+  }
 }
 
 void Transport::note_run_id(std::size_t server) {

@@ -49,6 +49,7 @@ class Transport final : public Network {
   std::string resolved(std::size_t server) const override;
   int database(std::size_t server) const override;
   bool resolving() const override;
+  std::string duplicate_of(std::size_t server) const override;
 
   // The signal mask in force while waiting in ppoll() (signals blocked elsewhere are delivered only
   // there); nullptr leaves the mask alone.
@@ -68,6 +69,8 @@ class Transport final : public Network {
   std::string cluster_overlap(std::size_t server) const;
   // Every connection of the Cluster members, for the event loop.
   std::vector<Connection*> cluster_connections() const;
+  // Marks a standalone member that is a node of a listed Sentinel group as a duplicate.
+  void note_group();
   // This process's time waiting for a CPU (schedstat), read at most once per turn of the loop.
   Duration cpu_wait();
 

@@ -135,6 +135,18 @@ class SentinelMembers(unittest.TestCase):
         self.assertNotIn(False, [s["ok"] for s in r.json()["servers"]], r.json()["servers"])
         wait_for(lambda: plain.get("sentinel-mixed") is None, timeout=2, what="the lock gone from the plain server")
 
+    def test_a_node_of_a_listed_group_is_refused_as_a_member_of_its_own(self):
+        group = self.groups[2]
+        replica = next(x for x in group.servers if x.port != group.master_port())
+        master = group.master_port()
+        for node in (replica.port, master):
+            spec = "%s,redis://127.0.0.1:%d,redis://127.0.0.1:%d" % (group.url(self.password_file), node,
+                                                                  self.groups[0].master_port())
+            r = redlock(["--json", "acquire", "-n", "sentinel-node"], servers=spec, env=ENV)
+            self.assertEqual(r.code, 78, r)
+            self.assertIn("127.0.0.1:%d" % node, r.json()["error"]["message"])
+            self.assertIsNone(group.get(master, "sentinel-node"))
+
     def test_more_replicas_than_the_master_has_cannot_confirm_a_vote(self):
         r = self.rl("--json", "--member-wait", "2", "--timeout", "1s", "acquire", "-n", "sentinel-wait2")
         self.assertEqual(r.code, 69, r)

@@ -308,10 +308,12 @@ std::string master_address(int port, const std::string& replicas = "*0\r\n") {
 }
 
 // SENTINEL REPLICAS' answer: one replica with FLAGS and ROLE, down (s_down) for DOWN_MS of its
-// down-after-milliseconds of 1000.
-std::string one_replica(const std::string& flags, const std::string& role = "slave", int down_ms = 0) {
-  return "*1\r\n*8\r\n" + bulk("flags") + bulk(flags) + bulk("role-reported") + bulk(role) + bulk("s-down-time") +
-         bulk(std::to_string(down_ms)) + bulk("down-after-milliseconds") + bulk("1000");
+// down-after-milliseconds of 1000, whose INFO the sentinel has read (its master's address) or not.
+std::string one_replica(const std::string& flags, const std::string& role = "slave", int down_ms = 0,
+                        const std::string& master_host = "127.0.0.1") {
+  return "*1\r\n*10\r\n" + bulk("flags") + bulk(flags) + bulk("role-reported") + bulk(role) + bulk("s-down-time") +
+         bulk(std::to_string(down_ms)) + bulk("down-after-milliseconds") + bulk("1000") + bulk("master-host") +
+         bulk(master_host);
 }
 
 const std::string kInfo = bulk("# Server\r\nrun_id:abc\r\n");
@@ -496,13 +498,14 @@ TEST_CASE("a Cluster member: an ASK is followed once, after ASKING, and leaves t
 
 // ROLE lists no replica (its link is cut), but the sentinels know one they could promote: the vote
 // still waits for it, down for a while too; not for one down longer than the sentinels would still
-// promote it after, nor for an old master not yet turned replica.
+// promote it after, nor for an old master not yet turned replica, nor one they never read.
 TEST_CASE("a Sentinel member's vote waits for a replica the sentinels could promote, linked or not") {
   const std::vector<std::pair<std::string, bool>> cases = {
       {one_replica("slave"), true},
       {one_replica("s_down,slave,disconnected", "slave", 3000), true},
       {one_replica("s_down,slave,disconnected", "slave", 20000), false},
-      {one_replica("slave", "master"), false}};
+      {one_replica("slave", "master"), false},
+      {one_replica("s_down,slave,disconnected", "slave", 3000, "?"), false}};
   for (const auto& [replicas, waits] : cases) {
     CAPTURE(replicas);
     Listener sentinel, master;
