@@ -46,7 +46,7 @@ const OptionRow<G> kGlobalOptions[] = {
      .env = "REDLOCK_MEMBER_WAIT",
      .takes_value = true,
      .type_name = "N",
-     .help = "a Sentinel member's vote counts once WAIT confirms N replicas (default: 1 if its master has any)",
+     .help = "a Sentinel or Cluster member's vote counts once WAIT confirms N replicas (default: 1 if it has any)",
      .target = &G::member_wait,
      .to_child = true},
     {.flags = "--password-file",
@@ -248,6 +248,28 @@ Duration request_timeout(const GlobalOptions& options) {
   return *options.parsed_timeout;
 }
 
+namespace {
+
+// A NAME whose braces form no hash tag its helper keys can keep is refused where a cluster serves
+// it, before anything is sent: its scripts would be refused there (CROSSSLOT) at every attempt.
+// A server list that does not parse says so later, in its own words.
+void refuse_cross_slot(const GlobalOptions& options, const std::string& name) {
+  std::vector<ServerUrl> servers;
+  try {
+    servers = configured_servers(options);
+  } catch (const Error&) {
+    return;
+  }
+  for (const auto& s : servers) {
+    if (!s.is_cluster()) continue;
+    usage_error("NAME '" + printable(name) + "' has braces that form no hash tag: its helper keys would fall in " +
+                "other slots than the lock on the cluster member " + s.redacted() +
+                "; use a NAME without braces, or with a non-empty {tag}");
+  }
+}
+
+}  // namespace
+
 LockKeys lock_keys(const GlobalOptions& options, const std::string& name) {
   if (name.empty()) usage_error("NAME must not be empty");
   const std::string key = options.prefix + name;
@@ -257,6 +279,7 @@ LockKeys lock_keys(const GlobalOptions& options, const std::string& name) {
                 ":redlock:readers, :redlock:writers, :redlock:readerowners); another lock's owner record could " +
                 "overwrite it");
   }
+  if (!keys_share_slot(key)) refuse_cross_slot(options, name);
   return derive_keys(key);
 }
 

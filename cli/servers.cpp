@@ -182,6 +182,13 @@ std::vector<ServerUrl> configured_servers(const GlobalOptions& options) {
   return servers;
 }
 
+void refuse_cluster_members(const GlobalOptions& options, const std::string& command, const std::string& why) {
+  for (const auto& s : configured_servers(options)) {
+    if (!s.is_cluster()) continue;
+    config_error(command + " does not support cluster members (" + s.redacted() + "): " + why);
+  }
+}
+
 Credentials resolve_credentials(const GlobalOptions& options) {
   Credentials c;
   c.servers = configured_servers(options);
@@ -235,7 +242,7 @@ std::unique_ptr<Transport> connect_servers(const GlobalOptions& options) {
   t.password = std::move(c.password);
   t.tls = TlsOptions{options.tls_ca, options.tls_cert, options.tls_key, options.tls_server_name, options.tls_insecure};
   bool any_tls = false;
-  for (const auto& s : c.servers) any_tls = any_tls || s.scheme == ServerUrl::Scheme::Tls;
+  for (const auto& s : c.servers) any_tls = any_tls || s.uses_tls();
   if (any_tls && options.tls_insecure) {
     // Every time, -q or not: a connection anyone on the path can take over is never quiet.
     warn_always("--tls-insecure: server certificates are not verified; anyone on the path can pose as the servers");

@@ -2,6 +2,8 @@
 
 #include <string_view>
 
+#include "core/net/cluster.hpp"
+
 namespace redlock {
 
 namespace {
@@ -66,6 +68,19 @@ SemaphoreKeys derive_semaphore_keys(const std::string& key, std::size_t limit) {
     keys.slots.push_back(std::move(slot));
   }
   return keys;
+}
+
+bool keys_share_slot(const std::string& key) {
+  const int slot = key_slot(key);
+  auto same = [slot](const LockKeys& k) {
+    for (const std::string* name : {&k.lock, &k.fence, &k.owner, &k.channel, &k.waiters, &k.readers, &k.writers,
+                                    &k.reader_owners}) {
+      if (key_slot(*name) != slot) return false;
+    }
+    return key_slot(waiter_key(k, "0")) == slot;
+  };
+  const SemaphoreKeys semaphore = derive_semaphore_keys(key, 1);
+  return same(derive_keys(key)) && key_slot(semaphore.limit) == slot && same(semaphore.slots.at(0));
 }
 
 bool is_helper_key(const std::string& key) {

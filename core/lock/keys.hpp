@@ -50,6 +50,12 @@ struct SemaphoreKeys {
 
 SemaphoreKeys derive_semaphore_keys(const std::string& key, std::size_t limit);
 
+// Whether every key a lock on KEY touches (its helper keys, the waiters' heartbeats, a semaphore's
+// slots, the wake-up channel) lives in KEY's own cluster slot. Not so when KEY has braces that form
+// no hash tag the "{KEY}" wrapping keeps ("a{}b", "a}b"): on a Redis Cluster its scripts would be
+// refused (CROSSSLOT), so such a name is refused there before anything is sent.
+bool keys_share_slot(const std::string& key);
+
 // Whether KEY ends as a helper key does (":redlock:fence", ":redlock:owner", ":redlock:wake",
 // ":redlock:limit", ":redlock:waiters", ":redlock:readers", ":redlock:writers", ":redlock:readerowners",
 // ":redlock:ticket", ":redlock:fair",

@@ -178,7 +178,10 @@ LockVerdict LockWatch::start() {
       };
     };
     network_.send(i, Request::eval(kStatusScript, {keys_.lock, keys_.owner, keys_.fence}, {}), keep(reads[i]));
-    network_.send(i, Request::command({"CONFIG", "GET", "notify-keyspace-events"}), keep(configs[i]));
+    // Asked of the master that would send the lock's notifications (a Cluster member's owning master).
+    Request config = Request::command({"CONFIG", "GET", "notify-keyspace-events"});
+    config.route_key = keys_.lock;
+    network_.send(i, std::move(config), keep(configs[i]));
   }
   network_.run_until([&] { return answered == 2 * n; }, kNever);
   check_duplicates(reads);

@@ -62,6 +62,9 @@ struct Request {
   // A write that is a vote (acquire, extend, heal): on a Sentinel member it counts only once WAIT
   // confirms that replicas have it (--member-wait), since a failover loses what they lack.
   bool replicated = false;
+  // On a Cluster member, the key whose slot's master gets the request when its first key (a
+  // script's KEYS[1], a command's first argument) is not the one (CONFIG GET names no key).
+  std::string route_key;
 
   static Request eval(const Script& script, std::vector<std::string> keys, std::vector<std::string> args);
   static Request command(std::vector<std::string> argv);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <map>
 #include <optional>
 #include <set>
 #include <utility>
@@ -138,13 +139,14 @@ void parse_host_port(std::string_view hostport, ServerUrl& url, const std::strin
 // named redis), nor anything with user information ("redis:pw@host" is the user redis).
 void refuse_scheme_without_slashes(std::string_view text) {
   if (text.find('@') != std::string_view::npos) return;
-  for (std::string_view scheme : {"rediss", "redis", "unix", "sentinel"}) {
+  for (std::string_view scheme : {"rediss", "redis", "unix", "sentinel", "cluster+tls", "cluster"}) {
     if (text.size() <= scheme.size() || text.substr(0, scheme.size()) != scheme) continue;
     std::string_view rest = text.substr(scheme.size());
     if (rest[0] != ':' && rest[0] != '/') return;
     if (rest[0] == ':' && rest.size() > 1 && rest.find_first_not_of("0123456789", 1) == std::string_view::npos) return;
     const std::string form = scheme == "unix"       ? "unix:///PATH[?db=N]"
                              : scheme == "sentinel" ? "sentinel://S1[:PORT][,S2[:PORT]…]/MASTERNAME"
+                             : scheme.starts_with("cluster") ? std::string(scheme) + "://N1[:PORT][,N2[:PORT]…]"
                                                     : std::string(scheme) + "://HOST[:PORT][/DB]";
     config_error("malformed server URL '" + std::string(text) + "' (expected " + form + ")");
   }
@@ -175,6 +177,9 @@ std::string ServerUrl::format(bool mark_password) const {
     case Scheme::Sentinel:
       out = "sentinel://";
       break;
+    case Scheme::Cluster:
+      out = cluster_tls ? "cluster+tls://" : "cluster://";
+      break;
   }
   // "user:***@", "***@", and "user:@" for a user whose password comes from elsewhere ("user@"
   // would read as a password).
@@ -197,6 +202,13 @@ std::string ServerUrl::format(bool mark_password) const {
     if (sentinel_password_file) out.append(1, sep).append("sentinel_password_file=").append(*sentinel_password_file);
     return out;
   }
+  if (scheme == Scheme::Cluster) {
+    for (std::size_t i = 0; i < seeds.size(); ++i) {
+      if (i > 0) out += ',';
+      append_endpoint(out, seeds[i].host, seeds[i].port);
+    }
+    return out;
+  }
   append_endpoint(out, host, port);
   if (db != 0) out.append("/").append(std::to_string(db));
   return out;
@@ -204,6 +216,7 @@ std::string ServerUrl::format(bool mark_password) const {
 
 ServerUrl ServerUrl::master_at(const std::string& at_host, int at_port) const {
   ServerUrl url;
+  if (is_cluster() && cluster_tls) url.scheme = Scheme::Tls;
   url.host = at_host;
   url.port = at_port;
   url.user = user;
@@ -226,8 +239,20 @@ ServerUrl ServerUrl::sentinel(std::size_t i) const {
   return url;
 }
 
+ServerUrl ServerUrl::seed(std::size_t i) const {
+  return master_at(seeds.at(i).host, seeds.at(i).port);
+}
+
 std::string ServerUrl::address() const {
   if (scheme == Scheme::Unix) return "unix:" + path;
+  if (scheme == Scheme::Cluster) {
+    std::vector<std::string> each;
+    for (std::size_t i = 0; i < seeds.size(); ++i) each.push_back(seed(i).address().substr(4));
+    std::sort(each.begin(), each.end());
+    std::string out = "cluster:";
+    for (std::size_t i = 0; i < each.size(); ++i) out += (i ? "," : "") + each[i];
+    return out;
+  }
   if (scheme == Scheme::Sentinel) {
     std::vector<std::string> each;
     for (std::size_t i = 0; i < sentinels.size(); ++i) each.push_back(sentinel(i).address().substr(4));
@@ -265,9 +290,13 @@ std::string take_scheme(std::string_view text, std::string_view& rest, ServerUrl
     url.scheme = ServerUrl::Scheme::Unix;
   } else if (scheme == "sentinel") {
     url.scheme = ServerUrl::Scheme::Sentinel;
+  } else if (scheme == "cluster" || scheme == "cluster+tls") {
+    url.scheme = ServerUrl::Scheme::Cluster;
+    url.cluster_tls = scheme == "cluster+tls";
   } else if (!scheme.empty()) {
     config_error("unknown scheme '" + scheme +
-                 "://' in server URL (expected redis://, rediss://, unix://, sentinel:// or HOST:PORT)");
+                 "://' in server URL (expected redis://, rediss://, unix://, sentinel://, cluster://, cluster+tls:// or "
+                 "HOST:PORT)");
   } else {
     refuse_scheme_without_slashes(text);
   }
@@ -325,6 +354,37 @@ void parse_sentinel_query(std::string_view query, ServerUrl& url, const std::str
 }
 
 // S1[:PORT][,S2[:PORT]…]/MASTERNAME[?QUERY]
+// H1[:PORT][,H2[:PORT]…] into OUT, each port DEFAULT_PORT unless given.
+void parse_endpoints(std::string_view hosts, int default_port, std::vector<ServerUrl::Endpoint>& out,
+                     const std::string& shown) {
+  for (;;) {
+    auto comma = hosts.find(',');
+    ServerUrl one;
+    one.port = default_port;
+    parse_host_port(hosts.substr(0, comma), one, shown);
+    out.push_back({one.host, one.port});
+    if (comma == std::string_view::npos) break;
+    hosts.remove_prefix(comma + 1);
+  }
+}
+
+// N1[:PORT][,N2[:PORT]…][?db=0]: a cluster has database 0 alone, so any other is a mistake.
+void parse_cluster_rest(std::string_view rest, ServerUrl& url, const std::string& shown) {
+  if (auto query = rest.find('?'); query != std::string_view::npos) {
+    std::string_view q = rest.substr(query + 1);
+    rest = rest.substr(0, query);
+    if (q.substr(0, 3) != "db=" || q.find('&') != std::string_view::npos)
+      config_error("unknown query '" + std::string(q) + "' in server URL '" + shown + "' (only db=0)");
+    if (parse_number(q.substr(3), 0, 1 << 20, "db", shown) != 0)
+      config_error("a Redis Cluster has database 0 only, in server URL '" + shown + "'");
+  }
+  if (auto extra = rest.find_first_of("/#"); extra != std::string_view::npos) {
+    config_error("unexpected '" + std::string(rest.substr(extra)) + "' in server URL '" + shown +
+                 "' (expected cluster://N1[:PORT][,N2[:PORT]…])");
+  }
+  parse_endpoints(rest, 6379, url.seeds, shown);
+}
+
 void parse_sentinel_rest(std::string_view rest, ServerUrl& url, const std::string& shown) {
   if (auto query = rest.find('?'); query != std::string_view::npos) {
     parse_sentinel_query(rest.substr(query + 1), url, shown);
@@ -338,16 +398,7 @@ void parse_sentinel_rest(std::string_view rest, ServerUrl& url, const std::strin
   if (url.master_name.find_first_of("/#") != std::string::npos) {
     config_error("bad master name in server URL '" + shown + "'");
   }
-  std::string_view hosts = rest.substr(0, slash);
-  for (;;) {
-    auto comma = hosts.find(',');
-    ServerUrl one;
-    one.port = 26379;
-    parse_host_port(hosts.substr(0, comma), one, shown);
-    url.sentinels.push_back({one.host, one.port});
-    if (comma == std::string_view::npos) break;
-    hosts.remove_prefix(comma + 1);
-  }
+  parse_endpoints(rest.substr(0, slash), 26379, url.sentinels, shown);
 }
 
 }  // namespace
@@ -369,6 +420,8 @@ ServerUrl parse_server_url(std::string_view text) {
     parse_unix_rest(rest, url, shown);
   } else if (url.scheme == ServerUrl::Scheme::Sentinel) {
     parse_sentinel_rest(rest, url, shown);
+  } else if (url.scheme == ServerUrl::Scheme::Cluster) {
+    parse_cluster_rest(rest, url, shown);
   } else {
     parse_tcp_rest(rest, scheme.empty(), url, shown);
   }
@@ -415,8 +468,10 @@ std::vector<std::string> split_server_list(std::string_view text) {
   for (const auto& p : pieces) {
     bool has_scheme = p.text.find("://") != std::string::npos;
     bool has_at = p.text.find('@') != std::string::npos;
-    // A sentinel:// member's next sentinel (or the rest of its password).
-    if (!has_scheme && !out.empty() && out.back().starts_with("sentinel://")) {
+    // A sentinel:// member's next sentinel, a cluster:// member's next seed (or the rest of its password).
+    if (!has_scheme && !out.empty() &&
+        (out.back().starts_with("sentinel://") || out.back().starts_with("cluster://") ||
+         out.back().starts_with("cluster+tls://"))) {
       out.back() += "," + p.text;
       open.reset();
       continue;
@@ -439,11 +494,38 @@ std::vector<std::string> split_server_list(std::string_view text) {
   return out;
 }
 
+namespace {
+
+// A cluster's seeds are its nodes: one shared by two Cluster members makes them one cluster. Returns
+// each seed's address with the member it belongs to.
+std::map<std::string, std::string> cluster_seeds(const std::vector<ServerUrl>& servers) {
+  std::map<std::string, std::string> seeds;
+  for (const auto& s : servers) {
+    if (!s.is_cluster()) continue;
+    for (std::size_t i = 0; i < s.seeds.size(); ++i) {
+      auto [it, fresh] = seeds.emplace(s.seed(i).address(), s.redacted());
+      if (!fresh && it->second != s.redacted()) {
+        config_error("server " + s.redacted() + " shares the node " + s.seed(i).redacted() + " with " + it->second +
+                     ": one cluster listed twice would count one vote twice");
+      }
+    }
+  }
+  return seeds;
+}
+
+}  // namespace
+
 void check_distinct_addresses(const std::vector<ServerUrl>& servers) {
   std::set<std::string> seen;
+  // Cluster seeds first, so that a plain server that is one is refused wherever it is listed.
+  const auto seeds = cluster_seeds(servers);
   for (const auto& s : servers) {
     if (!seen.insert(s.address()).second) {
       config_error("server " + s.redacted() + " is listed twice: it would count one vote twice");
+    }
+    if (auto it = seeds.find(s.address()); it != seeds.end()) {
+      config_error("server " + s.redacted() + " is a node of the cluster " + it->second +
+                   ", listed as a member already: it would count one vote twice");
     }
     if (!s.is_sentinel()) continue;
     // One master asked of a sentinel twice is one group, however the two lists differ.

@@ -2,9 +2,12 @@
 //   redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]   rediss://… (TLS)
 //   unix://[[USER]:PASSWORD@]/PATH[?db=N]         [[USER]:PASSWORD@]HOST:PORT
 //   sentinel://[[USER]:PASSWORD@]S1[:PORT][,S2[:PORT]…]/MASTERNAME[?db=N][&sentinel_password_file=PATH]
+//   cluster://[[USER]:PASSWORD@]N1[:PORT][,N2[:PORT]…][?db=0]   cluster+tls://… (TLS to every node)
 // A sentinel:// URL is one member of the quorum: the master a Sentinel group names, found by asking
 // its sentinels (port 26379 unless given) in turn. Its user and password are the master's; the
 // sentinels' password is read from the file the query names, and is never part of the URL's text.
+// A cluster:// URL is one member too: the master of a Redis Cluster that owns the lock's slot, found
+// from the slot map its seed nodes (port 6379 unless given) give. A cluster has database 0 only.
 // The user information is read as redis-cli reads it: "PASSWORD@" alone is a password, not a user.
 #pragma once
 
@@ -16,7 +19,7 @@
 namespace redlock {
 
 struct ServerUrl {
-  enum class Scheme { Tcp, Tls, Unix, Sentinel };
+  enum class Scheme { Tcp, Tls, Unix, Sentinel, Cluster };
   struct Endpoint {
     std::string host;  // without brackets for IPv6
     int port = 0;
@@ -36,7 +39,15 @@ struct ServerUrl {
   std::optional<std::string> sentinel_password_file;
   std::optional<std::string> sentinel_password;
 
+  // Cluster only: the nodes first asked for the slot map, and whether every node is reached over
+  // TLS (cluster+tls://).
+  std::vector<Endpoint> seeds;
+  bool cluster_tls = false;
+
   bool is_sentinel() const { return scheme == Scheme::Sentinel; }
+  bool is_cluster() const { return scheme == Scheme::Cluster; }
+  // Whether connections for this entry (its own, or its nodes') need TLS.
+  bool uses_tls() const { return scheme == Scheme::Tls || (is_cluster() && cluster_tls); }
 
   // The URL with the password shown as "***" ("redis://***@h:1", "redis://user:***@h:1"): the only
   // form that may be printed.
@@ -45,12 +56,16 @@ struct ServerUrl {
   // process, and parses back to the same server and user.
   std::string without_password() const;
   // What makes two entries the same server before connecting: "tcp:host:port" or "unix:path"
-  // ("sentinel:NAME@S1,S2" for a Sentinel member, its sentinels' addresses sorted).
+  // ("sentinel:NAME@S1,S2" for a Sentinel member, its sentinels' addresses sorted; "cluster:N1,N2" for
+  // a Cluster member, its seeds' addresses sorted).
   std::string address() const;
-  // A Sentinel member's master at HOST:PORT, as a redis:// URL with the member's credentials and db.
+  // A Sentinel member's master (or a Cluster member's node) at HOST:PORT, as a redis:// URL with the
+  // member's credentials and db.
   ServerUrl master_at(const std::string& host, int port) const;
   // A Sentinel member's sentinel I, as a redis:// URL with the sentinels' password.
   ServerUrl sentinel(std::size_t i) const;
+  // A Cluster member's seed I, as a redis:// URL with the member's credentials.
+  ServerUrl seed(std::size_t i) const;
   // Its HOST:PORT, as it may be printed.
   std::string sentinel_address(std::size_t i) const;
 
@@ -68,11 +83,13 @@ std::string percent_decode(std::string_view text, std::string_view what);
 ServerUrl parse_server_url(std::string_view text);
 
 // Splits the REDLOCK_SERVERS / --servers value on commas and whitespace. The sentinels of a
-// sentinel:// member continue until the next item that has a scheme ("sentinel://a,b/m,redis://c").
+// sentinel:// member (the seeds of a cluster:// member) continue until the next item that has a
+// scheme ("sentinel://a,b/m,redis://c", "cluster://a,b,redis://c").
 std::vector<std::string> split_server_list(std::string_view text);
 
-// Throws a configuration error when two entries name the same address, or two Sentinel members
-// the same master name through a sentinel they share.
+// Throws a configuration error when two entries name the same address, two Sentinel members the
+// same master name through a sentinel they share, two Cluster members a seed they share, or a
+// server is a seed of a listed Cluster member.
 void check_distinct_addresses(const std::vector<ServerUrl>& servers);
 
 }  // namespace redlock

@@ -11,6 +11,7 @@
 #include <deque>
 #include <map>
 
+#include "core/net/cluster.hpp"
 #include "core/util/error.hpp"
 #include "core/util/text.hpp"
 
@@ -106,7 +107,8 @@ Request Request::command(std::vector<std::string> argv) {
 // matched to the front of the pending queue.
 class Transport::Connection {
  public:
-  enum class Role { Commands, Subscriber };
+  // Node: the commands of a Cluster member to one of its nodes.
+  enum class Role { Commands, Subscriber, Node };
 
   Connection(Transport& owner, std::size_t index, Role role) : owner_(owner), index_(index), role_(role) {}
 
@@ -129,7 +131,10 @@ class Transport::Connection {
   // A Sentinel member's master, once it said it is one.
   std::optional<ServerUrl> master() const { return confirmed_ ? target_ : std::nullopt; }
 
-  void send(Request request, ResultCallback done, TimePoint now) {
+  // A Cluster member's node at TARGET.
+  void aim(ServerUrl target) { target_ = std::move(target); }
+
+  void send(Request request, ResultCallback done, TimePoint now, TimePoint deadline) {
     if (duplicate_) {
       finish(done, Failure::Duplicate, duplicate_message_, Duration{});
       return;
@@ -150,7 +155,7 @@ class Transport::Connection {
     p.kind = Pending::Kind::Request;
     p.done = std::move(done);
     p.sent = now;
-    p.deadline = now + owner_.options_.timeout;
+    p.deadline = deadline;
     p.cpu_wait = owner_.cpu_wait();
     p.eval_sent = request.with_body;
     p.request = std::move(request);
@@ -243,7 +248,7 @@ class Transport::Connection {
         auto done = std::move(p.done);
         p.done = nullptr;
         std::string why = connected_ ? "no answer within " + ms_text(owner_.options_.timeout)
-                          : url().scheme == ServerUrl::Scheme::Tls
+                          : endpoint().scheme == ServerUrl::Scheme::Tls
                               ? "connect or TLS handshake timed out after " + ms_text(owner_.options_.timeout) +
                                     " (is it a TLS port?)"
                               : "connect timed out after " + ms_text(owner_.options_.timeout);
@@ -277,9 +282,9 @@ class Transport::Connection {
       auto st = stream_->connect();
       // The endpoint is known before the connect finishes (and changes when the next address is
       // tried): a second name of a configured server is caught even when that server never answers.
-      if (role_ == Role::Commands && !asking_ && stream_->peer() != peer_) {
+      if (role_ != Role::Subscriber && !asking_ && stream_->peer() != peer_) {
         peer_ = stream_->peer();
-        if (owner_.note_peer(index_)) return fail(Failure::Duplicate, duplicate_message_, now);
+        if (role_ == Role::Commands && owner_.note_peer(index_)) return fail(Failure::Duplicate, duplicate_message_, now);
       }
       want_write_ = st == Stream::Status::WantWrite;
       if (st == Stream::Status::WantRead || st == Stream::Status::WantWrite) return;
@@ -360,7 +365,9 @@ class Transport::Connection {
     if (url().is_sentinel() && role_ == Role::Commands && !target_) return ask_sentinel(now);
     // A subscriber goes where the commands go, once their master is confirmed.
     if (url().is_sentinel() && role_ == Role::Subscriber) target_ = owner_.commands_[index_]->master();
-    if (url().is_sentinel() && !target_) return;
+    // A Cluster member's subscriber goes to the master of its channel's slot (the lock's).
+    if (url().is_cluster() && role_ == Role::Subscriber) target_ = owner_.cluster_node_for(index_, channels_.front());
+    if ((url().is_sentinel() || url().is_cluster()) && !target_) return;
     auto stream = open_plain_stream(endpoint());
     if (endpoint().scheme == ServerUrl::Scheme::Tls) stream = owner_.tls_->wrap(std::move(stream), endpoint());
     reset_stream(std::move(stream));
@@ -432,7 +439,7 @@ class Transport::Connection {
   // replicas or the sentinels know one they could promote; none for a standalone server or a
   // request that is no vote.
   int wait_count(const Request& request) const {
-    if (!url().is_sentinel() || !request.replicated) return 0;
+    if (!(url().is_sentinel() || url().is_cluster()) || !request.replicated) return 0;
     if (owner_.options_.member_wait) return *owner_.options_.member_wait;
     return std::max(replicas_, promotable_) > 0 ? 1 : 0;
   }
@@ -509,7 +516,7 @@ class Transport::Connection {
       case Pending::Kind::Info:
         if (!reply.is_error()) {
           run_id_ = parse_run_id(reply.str);
-          if (!run_id_.empty()) owner_.note_run_id(index_);
+          if (!run_id_.empty() && role_ == Role::Commands) owner_.note_run_id(index_);
         }
         break;
       case Pending::Kind::Role:  // refused (an ACL): unknown, as before it was asked
@@ -586,7 +593,7 @@ class Transport::Connection {
              "WAIT refused (" + reply.str + "): the vote cannot be confirmed; --member-wait 0 counts it unconfirmed",
              now - p.sent);
     } else if (!confirmed || *confirmed < p.wait_for) {
-      stale_ = true;  // perhaps its replica was promoted: ask the sentinels again
+      if (url().is_sentinel()) stale_ = true;  // perhaps its replica was promoted: ask the sentinels again
       finish(p.done, Failure::Reply,
              std::string(kWaitShort) + std::to_string(confirmed.value_or(0)) + " of " + std::to_string(p.wait_for) +
                  " replicas confirmed the write in time; its vote does not count",
@@ -886,13 +893,249 @@ class Transport::Connection {
   TimePoint next_open_ = kNever;
 };
 
+namespace {
+
+// Redirections one request may follow (MOVED, ASK) before it fails: a slot migrating while it is
+// asked for takes two (ASK, then MOVED once it has moved); more is a map in flux.
+constexpr int kMaxRedirects = 5;
+
+// The slot a request is about: its route_key, else its first key (a script's KEYS[1], a command's
+// first argument).
+// Every key of one lock shares the lock's hash tag (keys_share_slot), so one slot serves them all.
+int request_slot(const Request& r) {
+  if (!r.route_key.empty()) return key_slot(r.route_key);
+  if (r.script) return r.argv.size() > 1 && r.argv[0] != "0" ? key_slot(r.argv[1]) : 0;
+  return r.argv.size() > 1 ? key_slot(r.argv[1]) : 0;
+}
+
+// Failures after which the slot may have moved (a failover): the map is learnt again.
+bool map_may_be_stale(const Result& r) {
+  return r.failure == Failure::Connect || r.failure == Failure::Closed || r.failure == Failure::Io ||
+         r.failure == Failure::Timeout ||
+         (r.failure == Failure::Reply && (r.error.starts_with("CLUSTERDOWN") || r.error.starts_with("TRYAGAIN")));
+}
+
+}  // namespace
+
+// A Cluster member: its vote is given by the master that owns the slot of the request's key. The
+// slot map comes from CLUSTER SLOTS, asked of the seeds (then of the nodes the map named) in turn;
+// requests wait for it within their own deadline. A MOVED updates the map and re-sends the request
+// to the node named, an ASK sends it there once after ASKING, each within the same deadline.
+class Transport::ClusterMember {
+ public:
+  ClusterMember(Transport& owner, std::size_t index) : owner_(owner), index_(index) {}
+
+  void send(Request request, ResultCallback done, TimePoint now) {
+    auto r = std::make_shared<Routed>();
+    r->request = std::move(request);
+    r->done = std::move(done);
+    r->sent = now;
+    r->deadline = now + owner_.options_.timeout;
+    route(r, now);
+  }
+
+  // Requests still waiting for the map past their deadline fail.
+  void expire(TimePoint now) {
+    for (auto it = waiting_.begin(); it != waiting_.end();) {
+      if (now < (*it)->deadline) {
+        ++it;
+        continue;
+      }
+      auto r = *it;
+      it = waiting_.erase(it);
+      finish(*r, Failure::Timeout,
+             "the cluster's slot map not learnt within " + ms_text(owner_.options_.timeout) +
+                 (error_.empty() ? "" : " (" + error_ + ")"),
+             now);
+    }
+  }
+
+  TimePoint next_deadline() const {
+    TimePoint t = kNever;
+    for (const auto& r : waiting_) t = std::min(t, r->deadline);
+    return t;
+  }
+
+  void connections(std::vector<Connection*>& out) const {
+    for (const auto& [address, c] : nodes_) out.push_back(c.get());
+  }
+
+  bool resolving() const { return !map_ && (asking_ || !waiting_.empty()); }
+  const std::string& resolved() const { return answered_; }
+  const std::string& role() const { return role_; }
+  const std::optional<SlotMap>& map() const { return map_; }
+
+  // The master of KEY's slot as a URL with the member's credentials; the map is asked for when unknown.
+  std::optional<ServerUrl> node_for(const std::string& key, TimePoint now) {
+    if (!map_) {
+      ask_map(now);
+      return std::nullopt;
+    }
+    auto node = map_->owner(key_slot(key));
+    if (!node) return std::nullopt;
+    return url().master_at(node->host, node->port);
+  }
+
+ private:
+  struct Routed {
+    Request request;
+    ResultCallback done;
+    TimePoint sent;
+    TimePoint deadline;
+    int redirects = 0;
+    std::optional<ClusterNode> ask;  // an ASK to follow: this node, once, after ASKING
+  };
+
+  const ServerUrl& url() const { return owner_.servers_[index_]; }
+
+  void finish(Routed& r, Failure failure, std::string error, TimePoint now) {
+    Result res;
+    res.failure = failure;
+    res.error = std::move(error);
+    res.latency = now - r.sent;
+    if (r.done) r.done(std::move(res));
+  }
+
+  Connection& node(const ClusterNode& n) {
+    auto& c = nodes_[n.address()];
+    if (!c) {
+      c = std::make_unique<Connection>(owner_, index_, Connection::Role::Node);
+      c->aim(url().master_at(n.host, n.port));
+    }
+    return *c;
+  }
+
+  void route(const std::shared_ptr<Routed>& r, TimePoint now) {
+    if (!duplicate_.empty()) return finish(*r, Failure::Duplicate, duplicate_, now);
+    if (!map_) {
+      waiting_.push_back(r);
+      return ask_map(now);
+    }
+    if (stale_) ask_map(now);
+    const int slot = request_slot(r->request);
+    const auto target = r->ask ? r->ask : map_->owner(slot);
+    if (!target) {
+      stale_ = true;
+      return finish(*r, Failure::Reply, "no node of the cluster serves slot " + std::to_string(slot), now);
+    }
+    Connection& c = node(*target);
+    if (r->ask) c.send(Request::command({"ASKING"}), [](Result) {}, now, r->deadline);
+    c.send(
+        r->request, [this, r, target](Result res) { on_result(r, *target, std::move(res)); }, now, r->deadline);
+  }
+
+  void on_result(const std::shared_ptr<Routed>& r, const ClusterNode& from, Result res) {
+    const TimePoint now = Clock::now();
+    if (res.failure == Failure::Reply) {
+      if (auto redirect = parse_redirect(res.error)) {
+        if (redirect->node.host.empty()) redirect->node.host = from.host;
+        if (r->redirects < kMaxRedirects && now < r->deadline) {
+          ++r->redirects;
+          r->ask.reset();
+          if (redirect->ask) {
+            r->ask = redirect->node;
+          } else {
+            map_->move(redirect->slot, redirect->node);
+            stale_ = true;  // the rest of the map may have changed too
+          }
+          return route(r, now);
+        }
+        res.error = "redirected " + std::to_string(r->redirects) + " times, no further (" + res.error + ")";
+      }
+    }
+    if (map_may_be_stale(res)) stale_ = true;
+    answered_ = from.address();
+    role_ = nodes_[from.address()]->server_role();
+    res.latency = now - r->sent;
+    if (r->done) r->done(std::move(res));
+  }
+
+  // Where the map is asked for: the seeds, then every node the last map named.
+  std::vector<ClusterNode> candidates() const {
+    std::vector<ClusterNode> out;
+    for (const auto& seed : url().seeds) out.push_back(ClusterNode{seed.host, seed.port, 0});
+    if (map_) {
+      for (auto& n : map_->nodes()) out.push_back(std::move(n));
+    }
+    return out;
+  }
+
+  void ask_map(TimePoint now) {
+    if (asking_) return;
+    asking_ = true;
+    const auto all = candidates();
+    const ClusterNode n = all[next_ % all.size()];
+    node(n).send(
+        Request::command({"CLUSTER", "SLOTS"}), [this, n](Result res) { on_map(n, std::move(res)); }, now,
+        now + owner_.options_.timeout);
+  }
+
+  void on_map(const ClusterNode& from, Result res) {
+    const TimePoint now = Clock::now();
+    asking_ = false;
+    std::optional<SlotMap> map;
+    if (res.ok()) {
+      try {
+        map = SlotMap::parse(res.reply);
+        if (map->ranges().empty()) res.error = "it serves no slot (is the cluster made yet?)";
+      } catch (const std::exception& e) {
+        res.error = e.what();
+      }
+    }
+    if (map && !map->ranges().empty()) return learnt(std::move(*map), now);
+    error_ = from.address() + ": " + res.error;
+    if (res.error.find("cluster support disabled") != std::string::npos) {
+      return fail_waiting(Failure::Config, url().redacted() + ": " + from.address() + " is no cluster node (" +
+                                                res.error + ")", now);
+    }
+    ++next_;
+    if (++tried_ >= candidates().size()) {
+      tried_ = 0;
+      return fail_waiting(Failure::Connect, "no node of the cluster gave its slot map (" + error_ + ")", now);
+    }
+    if (!waiting_.empty() || stale_) ask_map(now);
+  }
+
+  void learnt(SlotMap map, TimePoint now) {
+    map_ = std::move(map);
+    stale_ = false;
+    tried_ = 0;
+    error_.clear();
+    duplicate_ = owner_.cluster_overlap(index_);
+    auto waiting = std::move(waiting_);
+    waiting_.clear();
+    for (auto& r : waiting) route(r, now);
+  }
+
+  void fail_waiting(Failure failure, const std::string& error, TimePoint now) {
+    auto waiting = std::move(waiting_);
+    waiting_.clear();
+    for (auto& r : waiting) finish(*r, failure, error, now);
+  }
+
+  Transport& owner_;
+  std::size_t index_;
+  std::map<std::string, std::unique_ptr<Connection>> nodes_;  // by "host:port"
+  std::optional<SlotMap> map_;
+  bool asking_ = false;  // a CLUSTER SLOTS is out
+  bool stale_ = false;   // the map is to be learnt again (a MOVED, a failed node)
+  std::size_t next_ = 0;
+  std::size_t tried_ = 0;
+  std::string error_;  // why the last node asked for the map gave none
+  std::deque<std::shared_ptr<Routed>> waiting_;
+  std::string answered_;  // the node that answered last, and its role
+  std::string role_;
+  std::string duplicate_;
+};
+
 Transport::Transport(std::vector<ServerUrl> servers, TransportOptions options)
     : servers_(std::move(servers)), options_(std::move(options)) {
   bool any_tls = std::any_of(servers_.begin(), servers_.end(),
-                             [](const ServerUrl& u) { return u.scheme == ServerUrl::Scheme::Tls; });
+                             [](const ServerUrl& u) { return u.uses_tls(); });
   if (any_tls) tls_ = std::make_unique<TlsContext>(options_.tls);
   for (std::size_t i = 0; i < servers_.size(); ++i) {
     commands_.push_back(std::make_unique<Connection>(*this, i, Connection::Role::Commands));
+    clusters_.push_back(servers_[i].is_cluster() ? std::make_unique<ClusterMember>(*this, i) : nullptr);
   }
 }
 
@@ -912,7 +1155,9 @@ TimePoint Transport::now() const {
 }
 
 void Transport::send(std::size_t server, Request request, ResultCallback done) {
-  commands_.at(server)->send(std::move(request), std::move(done), Clock::now());
+  const TimePoint now = Clock::now();
+  if (clusters_.at(server)) return clusters_[server]->send(std::move(request), std::move(done), now);
+  commands_.at(server)->send(std::move(request), std::move(done), now, now + options_.timeout);
 }
 
 void Transport::run_until(const std::function<bool()>& done, TimePoint deadline) {
@@ -929,6 +1174,15 @@ void Transport::run_until(const std::function<bool()>& done, TimePoint deadline)
         wake = std::min(wake, c->next_deadline());
       }
     }
+    for (auto& m : clusters_) {
+      if (!m) continue;
+      m->expire(now);
+      wake = std::min(wake, m->next_deadline());
+    }
+    for (auto* c : cluster_connections()) {
+      c->expire(now);
+      wake = std::min(wake, c->next_deadline());
+    }
     if (done() || now >= deadline) {
       cpu_wait_.reset();
       return;
@@ -937,13 +1191,11 @@ void Transport::run_until(const std::function<bool()>& done, TimePoint deadline)
     fds.clear();
     owners.clear();
     for (auto* group : {&commands_, &subscribers_}) {
-      for (auto& c : *group) {
-        short ev = c->events();
-        if (ev == 0) continue;
-        fds.push_back(pollfd{c->fd(), ev, 0});
-        owners.push_back(c.get());
-      }
+      for (auto& c : *group) owners.push_back(c.get());
     }
+    for (auto* c : cluster_connections()) owners.push_back(c);
+    std::erase_if(owners, [](Connection* c) { return c->events() == 0; });
+    for (auto* c : owners) fds.push_back(pollfd{c->fd(), c->events(), 0});
 
     auto wait = std::max(Duration::zero(), wake - now);
     auto secs = std::chrono::duration_cast<std::chrono::seconds>(wait);
@@ -963,8 +1215,44 @@ void Transport::run_until(const std::function<bool()>& done, TimePoint deadline)
 
 void Transport::flush(TimePoint deadline) {
   run_until(
-      [this] { return std::all_of(commands_.begin(), commands_.end(), [](const auto& c) { return c->flushed(); }); },
+      [this] {
+        const auto nodes = cluster_connections();
+        return std::all_of(commands_.begin(), commands_.end(), [](const auto& c) { return c->flushed(); }) &&
+               std::all_of(nodes.begin(), nodes.end(), [](const auto* c) { return c->flushed(); });
+      },
       deadline);
+}
+
+std::vector<Transport::Connection*> Transport::cluster_connections() const {
+  std::vector<Connection*> out;
+  for (const auto& m : clusters_) {
+    if (m) m->connections(out);
+  }
+  return out;
+}
+
+std::optional<ServerUrl> Transport::cluster_node_for(std::size_t server, const std::string& channel) {
+  return clusters_.at(server)->node_for(channel, Clock::now());
+}
+
+std::string Transport::cluster_overlap(std::size_t server) const {
+  const auto& map = clusters_.at(server)->map();
+  const ServerUrl& url = servers_[server];
+  for (const auto& node : map->nodes()) {
+    const std::string address = url.master_at(node.host, node.port).address();
+    for (std::size_t j = 0; j < servers_.size(); ++j) {
+      if (j == server) continue;
+      bool shared = servers_[j].address() == address;
+      if (clusters_[j] && clusters_[j]->map()) {
+        for (const auto& other : clusters_[j]->map()->nodes())
+          shared = shared || servers_[j].master_at(other.host, other.port).address() == address;
+      }
+      if (!shared) continue;
+      return url.redacted() + " has the node " + node.address() + " in common with " + servers_[j].redacted() +
+             ": it would count one vote twice";
+    }
+  }
+  return {};
 }
 
 void Transport::subscribe(const std::string& channel, MessageCallback on_message) {
@@ -1007,7 +1295,8 @@ void Transport::set_wait_sigmask(const sigset_t* mask) {
 }
 
 bool Transport::resolving() const {
-  return std::any_of(commands_.begin(), commands_.end(), [](const auto& c) { return c->resolving(); });
+  return std::any_of(commands_.begin(), commands_.end(), [](const auto& c) { return c->resolving(); }) ||
+         std::any_of(clusters_.begin(), clusters_.end(), [](const auto& m) { return m && m->resolving(); });
 }
 
 int Transport::database(std::size_t server) const {
@@ -1015,6 +1304,7 @@ int Transport::database(std::size_t server) const {
 }
 
 std::string Transport::role(std::size_t server) const {
+  if (clusters_.at(server)) return clusters_[server]->role();
   return commands_.at(server)->server_role();
 }
 
@@ -1023,6 +1313,7 @@ std::string Transport::duplicate_of(std::size_t server) const {
 }
 
 std::string Transport::resolved(std::size_t server) const {
+  if (clusters_.at(server)) return clusters_[server]->resolved();
   return commands_.at(server)->resolved();
 }
 

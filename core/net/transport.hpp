@@ -22,8 +22,8 @@ struct TransportOptions {
   std::optional<std::string> user;      // for servers whose URL names none
   std::optional<std::string> password;  // likewise
   TlsOptions tls;
-  // Sentinel members: the replicas WAIT must confirm a vote on (--member-wait); unset: 1 when the
-  // master has replicas (ROLE), else 0.
+  // Sentinel and Cluster members: the replicas WAIT must confirm a vote on (--member-wait); unset: 1
+  // when the master has replicas (ROLE), else 0.
   std::optional<int> member_wait;
 };
 
@@ -55,12 +55,20 @@ class Transport final : public Network {
   // there); nullptr leaves the mask alone.
   void set_wait_sigmask(const sigset_t* mask);
 
-  class Connection;  // internal
+  class Connection;     // internal
+  class ClusterMember;  // internal
 
  private:
   // Marks SERVER as a duplicate when another configured server reached the same endpoint; true if so.
   bool note_peer(std::size_t server);
   void note_run_id(std::size_t server);
+  // Where Cluster member SERVER's subscriber goes for CHANNEL: the master of its slot, once known.
+  std::optional<ServerUrl> cluster_node_for(std::size_t server, const std::string& channel);
+  // Why Cluster member SERVER, whose slot map is known, would count a vote twice (a node of it
+  // listed as a member of its own, or a node of another Cluster member); empty when it would not.
+  std::string cluster_overlap(std::size_t server) const;
+  // Every connection of the Cluster members, for the event loop.
+  std::vector<Connection*> cluster_connections() const;
   // Marks a standalone member that is a node of a listed Sentinel group as a duplicate.
   void note_group();
   // This process's time waiting for a CPU (schedstat), read at most once per turn of the loop.
@@ -71,6 +79,7 @@ class Transport final : public Network {
   std::unique_ptr<TlsContext> tls_;
   std::vector<std::unique_ptr<Connection>> commands_;
   std::vector<std::unique_ptr<Connection>> subscribers_;
+  std::vector<std::unique_ptr<ClusterMember>> clusters_;  // by server; empty for the others
   std::optional<sigset_t> wait_mask_;
   std::optional<Duration> cpu_wait_;
 };

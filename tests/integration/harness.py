@@ -350,9 +350,10 @@ class Pki:
                       "-in", csr, "-out", cert, "-extfile", ext, *dates)
         return cert, key
 
-    def server(self, name, sans, expired=False):
-        """A server certificate for NAME valid for SANS (e.g. ["DNS:localhost", "IP:127.0.0.1"])."""
-        return self._issue(name, "subjectAltName=%s\nextendedKeyUsage=serverAuth\n" % ",".join(sans), expired)
+    def server(self, name, sans, expired=False, usage="serverAuth"):
+        """A server certificate for NAME valid for SANS (e.g. ["DNS:localhost", "IP:127.0.0.1"]), for USAGE
+        ("serverAuth,clientAuth" for a cluster node, which presents it to the others on the cluster bus)."""
+        return self._issue(name, "subjectAltName=%s\nextendedKeyUsage=%s\n" % (",".join(sans), usage), expired)
 
     def client(self, name):
         return self._issue(name, "extendedKeyUsage=clientAuth\n")

@@ -120,3 +120,12 @@ TEST_CASE("the shared mode's sets share the key's hash tag, lead back to the loc
   CHECK(k.readers == "{backup}:redlock:readers");
   CHECK(k.writers == "{backup}:redlock:writers");
 }
+
+TEST_CASE("a lock's keys share one cluster slot unless its braces form no tag the wrapping keeps") {
+  for (const char* good : {"job", "{user1000}.following", "a{b", "a{b}c", "}{x}", "{x}{y}", "a b\n", "x:y"}) {
+    CHECK_MESSAGE(redlock::keys_share_slot(good), good);
+  }
+  for (const char* bad : {"a{}b", "a}b", "{}x", "a}{b"}) {
+    CHECK_FALSE_MESSAGE(redlock::keys_share_slot(bad), bad);
+  }
+}

@@ -312,3 +312,59 @@ TEST_CASE("server URLs: a Sentinel group is one member") {
     CHECK_THROWS_AS(check_distinct_addresses(list({"sentinel://s1,s2/m", "sentinel://s3,S2:26379/m"})), Error);
   }
 }
+
+TEST_CASE("server URLs: a Redis Cluster is one member") {
+  SUBCASE("seeds, default port, credentials") {
+    auto u = parse_server_url("cluster://alice:pw@n1,n2:7001,[::1]:7002");
+    CHECK(u.is_cluster());
+    REQUIRE(u.seeds.size() == 3);
+    CHECK(u.seeds[0].host == "n1");
+    CHECK(u.seeds[0].port == 6379);
+    CHECK(u.seeds[1].port == 7001);
+    CHECK(u.seeds[2].host == "::1");
+    CHECK(u.db == 0);
+    CHECK(u.redacted() == "cluster://alice:***@n1:6379,n2:7001,[::1]:7002");
+    CHECK(u.without_password() == "cluster://alice:@n1:6379,n2:7001,[::1]:7002");
+    CHECK(u.address() == "cluster:::1:7002,n1:6379,n2:7001");
+    auto seed = u.seed(1);
+    CHECK(seed.redacted() == "redis://alice:***@n2:7001");
+    CHECK(parse_server_url("cluster://n1?db=0").db == 0);
+    CHECK(seed.scheme == ServerUrl::Scheme::Tcp);
+  }
+  SUBCASE("cluster+tls: every node over TLS") {
+    auto u = parse_server_url("cluster+tls://pw@n1,n2:7001");
+    CHECK(u.is_cluster());
+    CHECK(u.cluster_tls);
+    CHECK(u.uses_tls());
+    CHECK(u.redacted() == "cluster+tls://***@n1:6379,n2:7001");
+    CHECK(u.seed(1).scheme == ServerUrl::Scheme::Tls);
+    CHECK(u.address() == parse_server_url("cluster://n1,n2:7001").address());
+    CHECK(split_server_list("cluster+tls://a,b,redis://c") ==
+          std::vector<std::string>{"cluster+tls://a,b", "redis://c"});
+  }
+  SUBCASE("mistakes are configuration errors that never show the password; a db other than 0 is one") {
+    for (const char* bad : {"cluster://pw@", "cluster://pw@n1,", "cluster://pw@n1:0", "cluster://pw@n1/0",
+                            "cluster://pw@n1?db=1", "cluster://pw@n1?x=1", "cluster://pw@n1#x", "cluster:/n1"}) {
+      check_refused_without_secret(bad);
+    }
+  }
+  SUBCASE("its seeds continue until the next item with a scheme") {
+    CHECK(split_server_list("redis://a:1,cluster://n1,n2:5,redis://b:2 cluster://m1 m2,c:3") ==
+          std::vector<std::string>{"redis://a:1", "cluster://n1,n2:5", "redis://b:2", "cluster://m1,m2,c:3"});
+    auto u = parse_server_url(split_server_list("cluster://:p,q@n1,n2")[0]);
+    CHECK(*u.password == "p,q");
+    CHECK(u.seeds.size() == 2);
+  }
+  SUBCASE("one cluster twice, or one of its nodes beside it, is one vote twice") {
+    auto list = [](std::initializer_list<const char*> texts) {
+      std::vector<ServerUrl> out;
+      for (auto t : texts) out.push_back(parse_server_url(t));
+      return out;
+    };
+    CHECK_NOTHROW(check_distinct_addresses(list({"cluster://n1,n2", "cluster://m1,m2", "n3:6379"})));
+    CHECK_THROWS_AS(check_distinct_addresses(list({"cluster://n1,n2", "cluster://n2:6379,n1"})), Error);
+    CHECK_THROWS_AS(check_distinct_addresses(list({"cluster://n1,n2", "cluster://n3,N2:6379"})), Error);
+    CHECK_THROWS_AS(check_distinct_addresses(list({"redis://n2", "cluster://n1,n2"})), Error);
+    CHECK_THROWS_AS(check_distinct_addresses(list({"cluster://n1,n2:7000", "n2:7000"})), Error);
+  }
+}

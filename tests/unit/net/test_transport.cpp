@@ -423,6 +423,79 @@ TEST_CASE("a Sentinel member whose master refuses WAIT fails its votes, and says
   CHECK(out->error.find("--member-wait 0") != std::string::npos);
 }
 
+namespace {
+
+// CLUSTER SLOTS' answer: every slot served by the master at 127.0.0.1:PORT.
+std::string all_slots_at(int port) {
+  return "*1\r\n*3\r\n:0\r\n:16383\r\n*2\r\n" + bulk("127.0.0.1") + ":" + std::to_string(port) + "\r\n";
+}
+
+std::string cluster_url(int seed1, int seed2) {
+  return "cluster://127.0.0.1:" + std::to_string(seed1) + ",127.0.0.1:" + std::to_string(seed2);
+}
+
+}  // namespace
+
+TEST_CASE("a Cluster member: the map from a seed, the request to its slot's master, a MOVED followed") {
+  Listener seed, old_owner, new_owner;
+  std::string asked, at_old, at_new;
+  // The first seed refuses connections; the second gives the map, then (asked again after the
+  // MOVED) the new one.
+  std::thread s = scripted(seed, {{"SLOTS", kInfo + kMasterAlone + all_slots_at(old_owner.port)},
+                                  {"SLOTS", all_slots_at(new_owner.port)}},
+                           asked);
+  std::thread a = scripted(old_owner, {{"foo", kInfo + kMasterAlone + "-MOVED 12182 127.0.0.1:" +
+                                                   std::to_string(new_owner.port) + "\r\n"}},
+                           at_old);
+  std::thread b = scripted(new_owner, {{"foo", kInfo + kMasterAlone + bulk("bar")}}, at_new);
+  TransportOptions o;
+  o.timeout = 2s;
+  Transport t({parse_server_url(cluster_url(free_port(), seed.port))}, o);
+  std::optional<Result> out;
+  t.send(0, Request::command({"GET", "foo"}), [&](Result r) { out = std::move(r); });
+  t.run_until([&] { return out.has_value(); }, Clock::now() + 5s);
+  s.join();
+  a.join();
+  b.join();
+  REQUIRE(out);
+  CHECK(out->ok());
+  CHECK(out->reply.str == "bar");
+  CHECK(t.resolved(0) == "127.0.0.1:" + std::to_string(new_owner.port));
+  CHECK(t.role(0) == "master");
+  CHECK(at_new.find("GET") != std::string::npos);
+}
+
+TEST_CASE("a Cluster member: an ASK is followed once, after ASKING, and leaves the map as it was") {
+  Listener seed, owner, importing;
+  std::string asked, at_owner, at_importing;
+  std::thread s = scripted(seed, {{"SLOTS", kInfo + kMasterAlone + all_slots_at(owner.port)}}, asked);
+  std::thread a = scripted(owner,
+                           {{"foo", kInfo + kMasterAlone + "-ASK 12182 127.0.0.1:" +
+                                        std::to_string(importing.port) + "\r\n"},
+                            {"foo", bulk("again")}},
+                           at_owner);
+  std::thread b = scripted(importing, {{"foo", kInfo + kMasterAlone + "+OK\r\n" + bulk("bar")}}, at_importing);
+  TransportOptions o;
+  o.timeout = 2s;
+  Transport t({parse_server_url(cluster_url(seed.port, free_port()))}, o);
+  auto get = [&] {
+    std::optional<Result> out;
+    t.send(0, Request::command({"GET", "foo"}), [&](Result r) { out = std::move(r); });
+    t.run_until([&] { return out.has_value(); }, Clock::now() + 5s);
+    REQUIRE(out);
+    return *out;
+  };
+  Result first = get();
+  CHECK(first.ok());
+  CHECK(first.reply.str == "bar");
+  CHECK(at_importing.find("ASKING") < at_importing.find("GET"));
+  Result second = get();  // the slot is still the owner's
+  s.join();
+  a.join();
+  b.join();
+  CHECK(second.reply.str == "again");
+}
+
 // ROLE lists no replica (its link is cut), but the sentinels know one they could promote: the vote
 // still waits for it, down for a while too; not for one down longer than the sentinels would still
 // promote it after, nor for an old master not yet turned replica, nor one they never read.
