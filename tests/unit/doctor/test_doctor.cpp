@@ -132,7 +132,7 @@ TEST_CASE("assess: with no server that answered, the other checks are unknown, n
     servers[i].error = "connect: Connection refused";
   }
   DoctorReport report = assess(servers, options());
-  REQUIRE(report.checks.size() == 12);
+  REQUIRE(report.checks.size() == 13);
   CHECK(report.checks[0].name == "reachable");
   CHECK(report.checks[0].verdict == Verdict::Fail);
   // How many servers are listed is known without an answer.
@@ -378,7 +378,7 @@ TEST_CASE("assess: the overall verdict is the worst check's; unknown alone leave
   DoctorReport fit = assess(servers, options());
   CHECK(fit.verdict == Verdict::Ok);
   CHECK_FALSE(fit.no_quorum);
-  CHECK(fit.checks.size() == 12);
+  CHECK(fit.checks.size() == 13);
 
   servers[0].appendfsync.reset();
   CHECK(assess(servers, options()).verdict == Verdict::Unknown);
