@@ -325,30 +325,29 @@ def fair_summary(env, name):
     return s
 
 
+def fair_under(ctx, name, nemesis):
+    """The fair workers on one name under NEMESIS, judged by fair_summary."""
+    env = env_for(ctx, name)
+    try:
+        fair_workers(env)
+        env.run(ctx.seconds, nemesis)
+        return fair_summary(env, name)
+    finally:
+        env.close()
+
+
 @scenario("fair", "S1 S2 S9 S11", 8)
 def fair(ctx):
     """8 waiters on one name, 6 with --fair, while 1-2 of 5 servers are paused, rotating: no overlap,
     no lost update, fences increasing, and waiters served."""
-    env = env_for(ctx, "fair")
-    try:
-        fair_workers(env)
-        env.run(ctx.seconds, pause_minority)
-        return fair_summary(env, "fair")
-    finally:
-        env.close()
+    return fair_under(ctx, "fair", pause_minority)
 
 
 @scenario("fair-kill", "S1 S2 S4 S9", 8)
 def fair_kill(ctx):
     """As `fair`, with 1-2 of 5 servers killed and restarted empty after the longest TTL: their
     queues are lost, and the heads disagree until the waiters join again."""
-    env = env_for(ctx, "fair-kill")
-    try:
-        fair_workers(env)
-        env.run(ctx.seconds, kill_minority)
-        return fair_summary(env, "fair-kill")
-    finally:
-        env.close()
+    return fair_under(ctx, "fair-kill", kill_minority)
 
 
 # Sentinel groups as members: failovers, and a member that forgets

@@ -316,6 +316,16 @@ std::string one_replica(const std::string& flags, const std::string& role = "sla
          bulk(master_host);
 }
 
+// A vote (a PING marked replicated) on member 0 of T, and its answer (nullopt: none in 5 s).
+std::optional<Result> vote(Transport& t) {
+  std::optional<Result> out;
+  Request request = Request::command({"PING"});
+  request.replicated = true;
+  t.send(0, std::move(request), [&](Result r) { out = std::move(r); });
+  t.run_until([&] { return out.has_value(); }, Clock::now() + 5s);
+  return out;
+}
+
 const std::string kInfo = bulk("# Server\r\nrun_id:abc\r\n");
 const std::string kMasterAlone = "*3\r\n" + bulk("master") + ":0\r\n*0\r\n";
 const std::string kMasterWithReplica =
@@ -376,19 +386,15 @@ TEST_CASE("a vote on a Sentinel member counts once WAIT confirms a replica has i
   TransportOptions o;
   o.timeout = 2s;
   Transport t({parse_server_url("sentinel://127.0.0.1:" + std::to_string(sentinel.port) + "/mymaster")}, o);
-  auto vote = [&] {
-    std::optional<Result> out;
-    Request request = Request::command({"PING"});
-    request.replicated = true;
-    t.send(0, std::move(request), [&](Result r) { out = std::move(r); });
-    t.run_until([&] { return out.has_value(); }, Clock::now() + 5s);
+  auto vote_counted = [&] {
+    auto out = vote(t);
     REQUIRE(out);
     return *out;
   };
-  Result confirmed = vote();
+  Result confirmed = vote_counted();
   CHECK(confirmed.ok());
   CHECK(confirmed.reply.str == "PONG");
-  Result unconfirmed = vote();
+  Result unconfirmed = vote_counted();
   s.join();
   m.join();
   CHECK(unconfirmed.failure == Failure::Reply);
@@ -410,11 +416,7 @@ TEST_CASE("a Sentinel member whose master refuses WAIT fails its votes, and says
   o.timeout = 2s;
   o.member_wait = 1;  // asked for, though ROLE lists no replica
   Transport t({parse_server_url("sentinel://127.0.0.1:" + std::to_string(sentinel.port) + "/mymaster")}, o);
-  std::optional<Result> out;
-  Request request = Request::command({"PING"});
-  request.replicated = true;
-  t.send(0, std::move(request), [&](Result r) { out = std::move(r); });
-  t.run_until([&] { return out.has_value(); }, Clock::now() + 5s);
+  std::optional<Result> out = vote(t);
   s.join();
   m.join();
   REQUIRE(out);
@@ -441,12 +443,12 @@ TEST_CASE("a Cluster member: the map from a seed, the request to its slot's mast
   std::string asked, at_old, at_new;
   // The first seed refuses connections; the second gives the map, then (asked again after the
   // MOVED) the new one.
-  std::thread s = scripted(seed, {{"SLOTS", kInfo + kMasterAlone + all_slots_at(old_owner.port)},
-                                  {"SLOTS", all_slots_at(new_owner.port)}},
-                           asked);
-  std::thread a = scripted(old_owner, {{"foo", kInfo + kMasterAlone + "-MOVED 12182 127.0.0.1:" +
-                                                   std::to_string(new_owner.port) + "\r\n"}},
-                           at_old);
+  std::thread s = scripted(
+      seed, {{"SLOTS", kInfo + kMasterAlone + all_slots_at(old_owner.port)}, {"SLOTS", all_slots_at(new_owner.port)}},
+      asked);
+  std::thread a = scripted(
+      old_owner, {{"foo", kInfo + kMasterAlone + "-MOVED 12182 127.0.0.1:" + std::to_string(new_owner.port) + "\r\n"}},
+      at_old);
   std::thread b = scripted(new_owner, {{"foo", kInfo + kMasterAlone + bulk("bar")}}, at_new);
   TransportOptions o;
   o.timeout = 2s;
@@ -469,11 +471,11 @@ TEST_CASE("a Cluster member: an ASK is followed once, after ASKING, and leaves t
   Listener seed, owner, importing;
   std::string asked, at_owner, at_importing;
   std::thread s = scripted(seed, {{"SLOTS", kInfo + kMasterAlone + all_slots_at(owner.port)}}, asked);
-  std::thread a = scripted(owner,
-                           {{"foo", kInfo + kMasterAlone + "-ASK 12182 127.0.0.1:" +
-                                        std::to_string(importing.port) + "\r\n"},
-                            {"foo", bulk("again")}},
-                           at_owner);
+  std::thread a =
+      scripted(owner,
+               {{"foo", kInfo + kMasterAlone + "-ASK 12182 127.0.0.1:" + std::to_string(importing.port) + "\r\n"},
+                {"foo", bulk("again")}},
+               at_owner);
   std::thread b = scripted(importing, {{"foo", kInfo + kMasterAlone + "+OK\r\n" + bulk("bar")}}, at_importing);
   TransportOptions o;
   o.timeout = 2s;
@@ -517,11 +519,7 @@ TEST_CASE("a Sentinel member's vote waits for a replica the sentinels could prom
     TransportOptions o;
     o.timeout = 2s;
     Transport t({parse_server_url("sentinel://127.0.0.1:" + std::to_string(sentinel.port) + "/mymaster")}, o);
-    std::optional<Result> out;
-    Request request = Request::command({"PING"});
-    request.replicated = true;
-    t.send(0, std::move(request), [&](Result r) { out = std::move(r); });
-    t.run_until([&] { return out.has_value(); }, Clock::now() + 5s);
+    std::optional<Result> out = vote(t);
     s.join();
     m.join();
     REQUIRE(out);
