@@ -558,8 +558,13 @@ class Cluster:
         self.servers[replica].replica_of = master
 
         def synced():
+            # Up on the replica's side, and online on the master's: ROLE lists online replicas only.
             with self.servers[replica].client() as c:
-                return b"master_link_status:up" in c.call("INFO", "replication")
+                if b"master_link_status:up" not in c.call("INFO", "replication"):
+                    return False
+            with self.servers[master].client() as c:
+                line = b"port=%d,state=online" % self.servers[replica].port
+                return line in c.call("INFO", "replication")
         wait_for(synced, timeout=timeout, what="the replica to sync")
 
 
