@@ -71,6 +71,8 @@ SemaphoreKeys derive_semaphore_keys(const std::string& key, std::size_t limit) {
 }
 
 bool keys_share_slot(const std::string& key) {
+  // Without braces every helper key is "{KEY}…", which hashes as a KEY of one character or more does.
+  if (!key.empty() && key.find_first_of("{}") == std::string::npos) return true;
   const int slot = key_slot(key);
   auto same = [slot](const LockKeys& k) {
     for (const std::string* name : {&k.lock, &k.fence, &k.owner, &k.channel, &k.waiters, &k.readers, &k.writers,

@@ -1,6 +1,7 @@
 #include <doctest/doctest.h>
 
 #include "core/lock/keys.hpp"
+#include "core/net/cluster.hpp"
 
 using redlock::derive_keys;
 using redlock::derive_semaphore_keys;
@@ -127,5 +128,20 @@ TEST_CASE("a lock's keys share one cluster slot unless its braces form no tag th
   }
   for (const char* bad : {"a{}b", "a}b", "{}x", "a}{b"}) {
     CHECK_FALSE_MESSAGE(redlock::keys_share_slot(bad), bad);
+  }
+}
+
+TEST_CASE("without braces every helper key hashes to the lock's own slot, as the quick answer assumes") {
+  for (const char* name : {"job", "x:y", "a b\n", "deploy/prod", "j"}) {
+    const std::string key = name;
+    const int slot = redlock::key_slot(key);
+    const auto k = redlock::derive_keys(key);
+    for (const std::string* helper : {&k.fence, &k.owner, &k.channel, &k.waiters, &k.readers, &k.writers}) {
+      CHECK_MESSAGE(redlock::key_slot(*helper) == slot, *helper);
+    }
+    const auto sem = redlock::derive_semaphore_keys(key, 2);
+    CHECK(redlock::key_slot(sem.limit) == slot);
+    CHECK(redlock::key_slot(sem.slots.at(1).lock) == slot);
+    CHECK(redlock::key_slot(sem.slots.at(1).fence) == slot);
   }
 }
