@@ -11,6 +11,7 @@
 #include "core/lock/token.hpp"
 #include "core/lock/wait_plan.hpp"
 #include "core/lock/wakeups.hpp"
+#include "core/util/defer.hpp"
 #include "core/util/duration.hpp"
 #include "core/util/error.hpp"
 #include "core/util/text.hpp"
@@ -874,7 +875,11 @@ AcquireResult Redlock::acquire(const LockSpec& spec, const WaitOptions& wait) {
   }
   QueueTurn turn(network_, timeout_, spec);
   bool writer_queued = false;
-  AcquireResult res = acquire_with(
+  // The writers' queue holds new readers back for its entry's whole TTL: withdrawn however the wait ends.
+  const Defer withdraw_entry([&] {
+    if (writer_queued) withdraw(spec.keys, spec.token);
+  });
+  return acquire_with(
       spec.keys.channel, spec.ttl, wait,
       [&] {
         AcquireResult r = attempt(queued);
@@ -884,8 +889,6 @@ AcquireResult Redlock::acquire(const LockSpec& spec, const WaitOptions& wait) {
         return r;
       },
       spec.keys.reader, place ? &place->waiter() : nullptr);
-  if (writer_queued) withdraw(spec.keys, spec.token);
-  return res;
 }
 
 bool Redlock::queue_writer(const LockSpec& spec, const std::vector<bool>& where) {

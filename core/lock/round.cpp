@@ -36,8 +36,7 @@ Round::Round(Network& network, const std::vector<bool>& to, const std::function<
       continue;
     }
     Request request = make(i);
-    request.interest = interest_;
-    request.tracked = true;
+    request.interest = Interest(interest_);
     network.send(i, std::move(request), [state = state_, &network, i](Result r) {
       if (state->results[i]) return;
       state->results[i] = as_vote(network, i, std::move(r));

@@ -48,6 +48,20 @@ struct Result {
   bool ok() const { return failure == Failure::None; }
 };
 
+// Whether anyone still waits for a request's answer. A request without an owner is always wanted;
+// one whose owner (a Round) has gone or given up on it is not, once its owner token has expired.
+class Interest {
+ public:
+  Interest() = default;
+  explicit Interest(const std::shared_ptr<const int>& owner) : owner_(owner), owned_(true) {}
+
+  bool abandoned() const { return owned_ && owner_.expired(); }
+
+ private:
+  std::weak_ptr<const int> owner_;
+  bool owned_ = false;
+};
+
 // One command: a Lua script (sent as EVALSHA, re-sent as EVAL on NOSCRIPT) or a plain command.
 struct Request {
   const Script* script = nullptr;
@@ -57,8 +71,7 @@ struct Request {
   bool with_body = false;
   // While someone waits for the answer. A NOSCRIPT is answered by re-sending the body only then:
   // re-running an acquire that was given up on would run it after its own release.
-  std::weak_ptr<const void> interest;
-  bool tracked = false;  // interest was set
+  Interest interest;
   // A write that is a vote (acquire, extend, heal): on a Sentinel member it counts only once WAIT
   // confirms that replicas have it (--member-wait), since a failover loses what they lack.
   bool replicated = false;

@@ -553,7 +553,7 @@ class Transport::Connection {
     const bool noscript = reply.is_error() && reply.str.starts_with("NOSCRIPT");
     if (!noscript && !ran(p.request.script)) scripts_run_.push_back(p.request.script);
     if (noscript && p.request.script && !p.eval_sent && p.done &&
-        !(p.request.tracked && p.request.interest.expired())) {
+        !p.request.interest.abandoned()) {
       // The server lost its script cache (restart, SCRIPT FLUSH): send the script itself.
       p.eval_sent = true;
       queue(std::move(p), now);  // a WAIT queued after the EVALSHA is answered to nobody

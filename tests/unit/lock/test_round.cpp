@@ -109,24 +109,30 @@ TEST_CASE("a second answer from one server neither replaces the first nor counts
 TEST_CASE("every request carries the round's interest, which abandon() ends") {
   RecordingNetwork net(2);
   Round round(net, [](std::size_t) { return Request::command({"PING"}); });
-  for (auto& s : net.sent) {
-    CHECK(s.request.tracked);
-    CHECK_FALSE(s.request.interest.expired());
-  }
+  for (auto& s : net.sent) CHECK_FALSE(s.request.interest.abandoned());
   round.abandon();
-  for (auto& s : net.sent) CHECK(s.request.interest.expired());
+  for (auto& s : net.sent) CHECK(s.request.interest.abandoned());
   // Answers still land after the round was given up on: a cleanup may want them.
   net.answer(1, 7);
   CHECK(round.results()[1]->reply.integer == 7);
+}
+
+TEST_CASE("a request sent outside a round is never abandoned") {
+  CHECK_FALSE(Request::command({"PING"}).interest.abandoned());
+  auto owner = std::make_shared<const int>(0);
+  Interest interest(owner);
+  CHECK_FALSE(interest.abandoned());
+  owner.reset();
+  CHECK(interest.abandoned());
 }
 
 TEST_CASE("an answer that comes after the round is gone is dropped safely") {
   RecordingNetwork net(2);
   {
     Round round(net, [](std::size_t) { return Request::command({"PING"}); });
-    CHECK_FALSE(net.sent[0].request.interest.expired());
+    CHECK_FALSE(net.sent[0].request.interest.abandoned());
   }
-  CHECK(net.sent[0].request.interest.expired());
+  CHECK(net.sent[0].request.interest.abandoned());
   net.answer(0, 1);  // under ASan, a use after free here would be caught
   net.answer(1, 1);
   CHECK(net.sent.size() == 2);
