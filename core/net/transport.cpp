@@ -847,8 +847,11 @@ class Transport::Connection {
       subscribed_ = false;
       next_open_ = now + kResubscribeDelay;
     }
+    // A vote that waits for its WAIT holds its callback in the WAIT's entry: told too.
     for (auto& p : pending) {
-      if (p.kind == Pending::Kind::Request) finish(p.done, failure, error, now - p.sent);
+      if (p.kind == Pending::Kind::Request || p.kind == Pending::Kind::Wait) {
+        finish(p.done, failure, error, now - p.sent);
+      }
     }
   }
 

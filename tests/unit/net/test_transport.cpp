@@ -406,6 +406,22 @@ TEST_CASE("a vote on a Sentinel member counts once WAIT confirms a replica has i
   CHECK(received.substr(wait, 20).find("$1\r\n1\r\n") != std::string::npos);
 }
 
+TEST_CASE("a vote whose master drops the connection before WAIT answers is told, not forgotten") {
+  Listener sentinel, master;
+  std::string asked, received;
+  std::thread s = scripted(sentinel, {{"mymaster", master_address(master.port)}}, asked);
+  // The vote is answered, then the master goes away (killed in a failover) before WAIT answers.
+  std::thread m = scripted(master, {{"ROLE", kInfo + kMasterWithReplica}, {"WAIT", "+PONG\r\n"}}, received);
+  TransportOptions o;
+  o.timeout = 2s;
+  Transport t({parse_server_url("sentinel://127.0.0.1:" + std::to_string(sentinel.port) + "/mymaster")}, o);
+  std::optional<Result> out = vote(t);
+  s.join();
+  m.join();
+  REQUIRE(out);  // a callback lost here left a round waiting for ever
+  CHECK_FALSE(out->ok());
+}
+
 TEST_CASE("a Sentinel member whose master refuses WAIT fails its votes, and says why") {
   Listener sentinel, master;
   std::string asked, received;
