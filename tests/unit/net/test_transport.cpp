@@ -326,6 +326,13 @@ std::optional<Result> vote(Transport& t) {
   return out;
 }
 
+// One Sentinel member, "mymaster" on the sentinel at PORT, with a 2 s deadline.
+Transport sentinel_member(int port) {
+  TransportOptions o;
+  o.timeout = 2s;
+  return Transport({parse_server_url("sentinel://127.0.0.1:" + std::to_string(port) + "/mymaster")}, o);
+}
+
 const std::string kInfo = bulk("# Server\r\nrun_id:abc\r\n");
 const std::string kMasterAlone = "*3\r\n" + bulk("master") + ":0\r\n*0\r\n";
 const std::string kMasterWithReplica =
@@ -363,9 +370,7 @@ TEST_CASE("a Sentinel member whose named master says it is a replica gets nothin
   const std::string replica =
       "*5\r\n" + bulk("slave") + bulk("127.0.0.1") + ":6379\r\n" + bulk("connected") + ":42\r\n";
   std::thread m = scripted(master, {{"ROLE", kInfo + replica}}, received);
-  TransportOptions o;
-  o.timeout = 2s;
-  Transport t({parse_server_url("sentinel://127.0.0.1:" + std::to_string(sentinel.port) + "/mymaster")}, o);
+  Transport t = sentinel_member(sentinel.port);
   Result r = one_request(t);
   s.join();
   m.join();
@@ -383,9 +388,7 @@ TEST_CASE("a vote on a Sentinel member counts once WAIT confirms a replica has i
   std::thread m =
       scripted(master, {{"ROLE", kInfo + kMasterWithReplica}, {"WAIT", "+PONG\r\n:1\r\n"}, {"WAIT", "+PONG\r\n:0\r\n"}},
                received);
-  TransportOptions o;
-  o.timeout = 2s;
-  Transport t({parse_server_url("sentinel://127.0.0.1:" + std::to_string(sentinel.port) + "/mymaster")}, o);
+  Transport t = sentinel_member(sentinel.port);
   auto vote_counted = [&] {
     auto out = vote(t);
     REQUIRE(out);
@@ -412,9 +415,7 @@ TEST_CASE("a vote whose master drops the connection before WAIT answers is told,
   std::thread s = scripted(sentinel, {{"mymaster", master_address(master.port)}}, asked);
   // The vote is answered, then the master goes away (killed in a failover) before WAIT answers.
   std::thread m = scripted(master, {{"ROLE", kInfo + kMasterWithReplica}, {"WAIT", "+PONG\r\n"}}, received);
-  TransportOptions o;
-  o.timeout = 2s;
-  Transport t({parse_server_url("sentinel://127.0.0.1:" + std::to_string(sentinel.port) + "/mymaster")}, o);
+  Transport t = sentinel_member(sentinel.port);
   std::optional<Result> out = vote(t);
   s.join();
   m.join();
