@@ -248,10 +248,13 @@ bool unsure_whether_run(Failure f) {
 
 // The set-if-greater of FENCE, with the script's body: its answer is not always waited for, and a
 // NOSCRIPT that nobody reads (a server restarted empty, the likeliest to lag behind) would leave
-// that server's counter behind for the next holder. The script is a few hundred bytes.
+// that server's counter behind for the next holder. The script is a few hundred bytes. A vote of
+// the max-register: on a Sentinel or Cluster member it counts once WAIT confirms a replica has it,
+// since a failover to a replica without it would hand the next holder a lower fence.
 Request fence_request(const LockSpec& spec, const std::string& fence) {
   Request r = Request::eval(kFenceScript, {spec.keys.fence}, {fence, ms_count(spec.fence_ttl)});
   r.with_body = true;
+  r.replicated = true;
   return r;
 }
 

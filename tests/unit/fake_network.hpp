@@ -41,6 +41,7 @@ class FakeNetwork final : public Network {
     // The shared mode's sorted sets (readers, waiting writers): member -> expiry, on virtual time.
     std::map<std::string, std::map<std::string, TimePoint>> zsets;
     std::vector<std::string> log;  // script names (or command names), in arrival order
+    std::vector<bool> replicated;  // beside log: whether each request was a vote that WAIT confirms
     std::size_t publishes = 0;
     std::vector<std::string> announced;  // what was published, in order
     // The server's wall clock, as the distance from virtual time zero to the epoch: fencing
@@ -258,6 +259,7 @@ class FakeNetwork final : public Network {
     Result r;
     std::string name = request.script ? std::string(request.script->name) : request.argv[0];
     s.log.push_back(name);
+    s.replicated.push_back(request.replicated);
     const auto& a = request.argv;  // numkeys, keys…, args…
     auto ms = [](const std::string& text) { return std::chrono::milliseconds(std::stoll(text)); };
     if (name == "acquire") {

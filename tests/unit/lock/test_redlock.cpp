@@ -277,6 +277,9 @@ TEST_CASE("fence: agreeing counters need no second round; disagreeing ones are w
     stored += net.value(i, "{job}:redlock:fence") == std::to_string(r.fence) ? 1U : 0U;
   CHECK(stored >= 3);
   CHECK(net.servers[2].log == std::vector<std::string>{"acquire", "fence"});
+  // The written-back fence is a vote like the acquire: on a Sentinel member it counts once a
+  // replica has it, or a failover could forget a fence a holder was given.
+  CHECK(net.servers[2].replicated == std::vector<bool>{true, true});
   lock.release(spec().keys, "tok", false);
   net.advance(5ms);
   // Now equal everywhere: the next holder's fence comes with its acquire, one round trip.
