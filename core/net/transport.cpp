@@ -155,7 +155,13 @@ class Transport::Connection {
     p.kind = Pending::Kind::Request;
     p.done = std::move(done);
     p.sent = now;
-    p.deadline = deadline;
+    // A server answers in order: behind an earlier request it has not answered by that one's
+    // deadline, this one cannot be answered by its own either. It is sent all the same (a server
+    // that wakes must run it in order: a release after its acquire) but given up on at the next
+    // turn of the loop, unless its answer is readable by then: a frozen server costs a command one
+    // --timeout, not one per round (status, then the stored limit; a probe, then the attempt).
+    p.behind = abandoned() > 0;
+    p.deadline = p.behind ? now : deadline;
     p.cpu_wait = owner_.cpu_wait();
     p.eval_sent = request.with_body;
     p.request = std::move(request);
@@ -247,7 +253,8 @@ class Transport::Connection {
       if (p.done && now >= p.deadline) {
         auto done = std::move(p.done);
         p.done = nullptr;
-        std::string why = connected_ ? "no answer within " + ms_text(owner_.options_.timeout)
+        std::string why = p.behind    ? "no answer to an earlier request within " + ms_text(owner_.options_.timeout)
+                          : connected_ ? "no answer within " + ms_text(owner_.options_.timeout)
                           : endpoint().scheme == ServerUrl::Scheme::Tls
                               ? "connect or TLS handshake timed out after " + ms_text(owner_.options_.timeout) +
                                     " (is it a TLS port?)"
@@ -343,6 +350,7 @@ class Transport::Connection {
     Duration cpu_wait{};  // this process's wait for a CPU until then (read_cpu_wait)
     Request request;
     bool eval_sent = false;
+    bool behind = false;  // sent behind an earlier request still unanswered past its deadline
   };
 
   const ServerUrl& url() const { return owner_.servers_[index_]; }
@@ -705,10 +713,11 @@ class Transport::Connection {
 
   // The replicas the sentinels could promote, whatever their link to the master is now: a vote must
   // be confirmed while one of them could take over. Those the sentinels have seen replicating
-  // count, down ones too until 10 x down-after-milliseconds (the longest link outage after which
-  // Sentinel still promotes one that comes back). Not an entry they have never read (master-host
-  // "?": an old master added at a failover, dead or not yet turned replica, which syncs before it
-  // can be promoted), nor one that says it is a master. Refused (an ACL): none, and ROLE decides.
+  // count, however long they have been down: a replica that was stopped (SIGSTOP, a paused VM)
+  // never saw its link go down, so when it comes back its link looks fresh and Sentinel promotes it
+  // without what its master took meanwhile. Not an entry they have never read (master-host "?": an
+  // old master added at a failover, dead or not yet turned replica, which syncs before it can be
+  // promoted), nor one that says it is a master. Refused (an ACL): none, and ROLE decides.
   static int promotable_replicas(const Reply& reply) {
     int n = 0;
     for (const auto& replica : reply.elements) {
@@ -716,11 +725,8 @@ class Transport::Connection {
       for (std::size_t k = 0; k + 1 < replica.elements.size(); k += 2) {
         f[replica.elements[k].str] = replica.elements[k + 1].str;
       }
-      const auto down_for = Reply::string(f["s-down-time"]).as_integer().value_or(0);
-      const auto down_after = Reply::string(f["down-after-milliseconds"]).as_integer().value_or(30000);
-      const bool gone = f["flags"].find("s_down") != std::string::npos && down_for > 10 * down_after;
       const bool seen = !f["master-host"].empty() && f["master-host"] != "?";
-      n += f["role-reported"] == "slave" && seen && !gone ? 1 : 0;
+      n += f["role-reported"] == "slave" && seen ? 1 : 0;
     }
     return n;
   }
