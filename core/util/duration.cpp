@@ -13,7 +13,7 @@ namespace {
 
 [[noreturn]] void bad(std::string_view text, std::string_view what, std::string_view why) {
   usage_error(std::string(what) + ": '" + std::string(text) + "' " + std::string(why) +
-              " (expected NUMBER[ms|s|m|h|d], or several as in 1m30s; e.g. 30s, 250ms, 1.5)");
+              " (expected NUMBER[ms|s|m|h|d], or several as in 1m30s or \"1min 30s\"; e.g. 30s, 250ms, 1.5)");
 }
 
 // The length of the number at the start of TEXT (digits and at most one point), and whether it had
@@ -35,10 +35,14 @@ std::size_t number_length(std::string_view text, bool& digits) {
   return i;
 }
 
-// Milliseconds per UNIT; 0 for a unit that is not one.
+// Milliseconds per UNIT; 0 for a unit that is not one. Go's and etcd's units, and systemd's words.
 double unit_ms(std::string_view unit) {
   constexpr std::pair<std::string_view, double> kUnits[] = {
-      {"ms", 1.0}, {"s", 1e3}, {"m", 60e3}, {"h", 3600e3}, {"d", 86400e3}};
+      {"us", 1e-3},      {"usec", 1e-3},     {"ms", 1.0},         {"msec", 1.0},      {"s", 1e3},
+      {"sec", 1e3},      {"second", 1e3},    {"seconds", 1e3},    {"m", 60e3},        {"min", 60e3},
+      {"minute", 60e3},  {"minutes", 60e3},  {"h", 3600e3},       {"hr", 3600e3},     {"hour", 3600e3},
+      {"hours", 3600e3}, {"d", 86400e3},     {"day", 86400e3},    {"days", 86400e3},  {"w", 604800e3},
+      {"week", 604800e3}, {"weeks", 604800e3}};
   for (const auto& [name, ms] : kUnits) {
     if (unit == name) return ms;
   }
@@ -48,19 +52,23 @@ double unit_ms(std::string_view unit) {
 }  // namespace
 
 // NUMBER[UNIT] once, or NUMBER UNIT NUMBER UNIT … as Go and systemd write them (1m30s, 1h30m,
-// 1d12h); a bare number is seconds, and only alone.
+// 1d12h, "1min 30s", "2 hours"); a bare number is seconds, and only alone.
 Duration parse_duration(std::string_view text, std::string_view what) {
-  if (text.empty()) bad(text, what, "is empty");
-  if (text[0] == '-') bad(text, what, "is negative");
+  const auto first = text.find_first_not_of(' ');
+  if (first == std::string_view::npos) bad(text, what, "is empty");
+  if (text[first] == '-') bad(text, what, "is negative");
+  auto skip_spaces = [](std::string_view t) { return t.substr(std::min(t.size(), t.find_first_not_of(' '))); };
   double ms = 0;
-  for (std::string_view rest = text; !rest.empty();) {
+  for (std::string_view rest = skip_spaces(text); !rest.empty(); rest = skip_spaces(rest)) {
     bool digits = false;
     const std::size_t n = number_length(rest, digits);
     if (!digits) bad(text, what, "is not a duration");
     std::size_t u = n;
+    while (u < rest.size() && rest[u] == ' ') ++u;
+    const std::size_t unit_start = u;
     while (u < rest.size() && rest[u] >= 'a' && rest[u] <= 'z') ++u;
-    const std::string_view unit = rest.substr(n, u - n);
-    const bool alone = n == text.size();
+    const std::string_view unit = rest.substr(unit_start, u - unit_start);
+    const bool alone = unit.empty() && skip_spaces(rest.substr(u)).empty() && rest.data() == skip_spaces(text).data();
     const double scale = alone ? 1e3 : unit_ms(unit);
     if (scale == 0) bad(text, what, unit.empty() ? "needs a unit after each number" : "has an unknown unit");
     ms += std::strtod(std::string(rest.substr(0, n)).c_str(), nullptr) * scale;  // HUGE_VAL on overflow

@@ -26,11 +26,25 @@ TEST_CASE("durations: compound forms as Go and systemd write them") {
   CHECK(parse_duration("1d12h", "--ttl") == 36h);
   CHECK(parse_duration("1s500ms", "--ttl") == 1500ms);
   CHECK(parse_duration("1.5m10s", "--ttl") == 100s);
+  // systemd's words and spaces.
+  CHECK(parse_duration("1min 30s", "--ttl") == 90s);
+  CHECK(parse_duration("1min", "--ttl") == 60s);
+  CHECK(parse_duration("30sec", "--ttl") == 30s);
+  CHECK(parse_duration("2hr", "--ttl") == 2h);
+  CHECK(parse_duration("1h 30m", "--ttl") == 90min);
+  CHECK(parse_duration("1m 30s", "--ttl") == 90s);
+  CHECK(parse_duration("2 hours", "--ttl") == 2h);
+  CHECK(parse_duration("1 s", "--ttl") == 1s);
+  CHECK(parse_duration(" 5s ", "--ttl") == 5s);
+  CHECK(parse_duration("1w", "--ttl") == 168h);
+  CHECK(parse_duration("1day 2msec", "--ttl") == 24h + 2ms);
+  CHECK(parse_duration("2500usec", "--ttl") == 2500us);
 }
 
 TEST_CASE("durations: bad input is a usage error that names the option") {
-  for (const char* bad : {"",    "-1", "-1s",  "abc",  "1x",    "1sec",   "s",   "1.2.3", "1 s",  "ms",     ".",
-                          "1e3", "+1", "0x10", "1m30", "30 1m", "1m-30s", "1mm", "m1",    "1m.s", "1m 30s", "1m30x"}) {
+  for (const char* bad : {"",    "-1", "-1s",  "abc",  "1x",    "1secs",  "s",   "1.2.3", "1 s 2", "ms",     ".",
+                          "1e3", "+1", "0x10", "1m30", "30 1m", "1m-30s", "1mm", "m1",    "1m.s",  "   ",    "1m30x",
+                          "1M",  "5 minutess", " -1s"}) {
     CAPTURE(bad);
     try {
       parse_duration(bad, "--wait");
