@@ -345,8 +345,15 @@ std::string replace_option(std::string message, const std::string& flag, const s
 }
 
 // A message about an option whose value came from its REDLOCK_* variable (the environment, or the
-// configuration file) names the variable, not the option nobody typed.
-std::string name_variables(std::string message, const CLI::App& app, const GlobalOptions& global) {
+// configuration file) names the variable, not the option nobody typed. A bad value from the
+// configuration file is a configuration error (78), not a usage error.
+struct Named {
+  std::string message;
+  bool from_file = false;
+};
+
+Named name_variables(std::string message, const CLI::App& app, const GlobalOptions& global) {
+  bool from_file = false;
   std::vector<const CLI::Option*> options = app.get_options();
   for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
     auto more = sub->get_options();
@@ -360,12 +367,16 @@ std::string name_variables(std::string message, const CLI::App& app, const Globa
     for (const auto& n : o->get_lnames()) given = given || given_on_command_line(global, {"--" + n});
     for (const auto& n : o->get_snames()) given = given || given_on_command_line(global, {"-" + n});
     if (given) continue;
-    const std::string name =
-        global.config.applied.count(variable) ? variable + " (" + global.config.where(variable) + ")" : variable;
-    message = replace_option(message, "--" + o->get_lnames().front(), name, value);
+    const bool in_file = global.config.applied.count(variable) > 0;
+    const std::string name = in_file ? variable + " (" + global.config.where(variable) + ")" : variable;
+    std::string replaced = replace_option(message, "--" + o->get_lnames().front(), name, value);
+    from_file = from_file || (in_file && replaced != message);
+    message = std::move(replaced);
   }
-  return message;
+  return {message, from_file};
 }
+
+int usage_status(const Named& named) { return named.from_file ? exit_code::kConfig : exit_code::kUsage; }
 
 // CLI11's "Could not convert: --json = junk", said as what is wrong.
 std::string conversion_message(const CLI::App& app, const std::string& message) {
@@ -396,7 +407,8 @@ int parse_failed(const CLI::App& app, const CLI::ParseError& e, const Words& wor
   if (subs.empty() && word.empty() && dynamic_cast<const CLI::RequiredError*>(&e) != nullptr)
     return fail(json, command, exit_code::kUsage, "a command is required (commands: " + command_list() + ")");
   const CLI::App& where = subs.empty() ? app : *subs.front();
-  return fail(json, command, exit_code::kUsage, name_variables(conversion_message(where, e.what()), app, global) + see);
+  const Named named = name_variables(conversion_message(where, e.what()), app, global);
+  return fail(json, command, usage_status(named), named.message + (named.from_file ? "" : see));
 }
 
 // Runs the command that was parsed. An error it throws is one line on stderr, and its status.
@@ -408,9 +420,10 @@ int run_command(const CLI::App& app, const Action& action, const GlobalOptions& 
     return command == "run" || command == "elect" ? status : checked_stdout(command, status);
   } catch (const Error& e) {
     // A usage or configuration error may be about an option whose value came from its variable.
-    const bool named = e.kind() != ErrorKind::Internal;
-    return fail(global.json, command, exit_code::of(e.kind()),
-                named ? name_variables(e.what(), app, global) : e.what());
+    if (e.kind() == ErrorKind::Internal) return fail(global.json, command, exit_code::of(e.kind()), e.what());
+    const Named named = name_variables(e.what(), app, global);
+    const int status = e.kind() == ErrorKind::Usage ? usage_status(named) : exit_code::of(e.kind());
+    return fail(global.json, command, status, named.message);
   } catch (const std::exception& e) {
     return fail(global.json, command, exit_code::kInternal, std::string("internal error: ") + e.what());
   }

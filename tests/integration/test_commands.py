@@ -435,13 +435,14 @@ class ErrorsNameWhatWasWrong(unittest.TestCase):
         # Given on the command line too, the option is what counts, and what is named.
         self.assertIn("--ttl: 'y' is not a duration",
                       self.error(["acquire", "job", "--ttl", "y"], env={"REDLOCK_TTL": "x"}))
-        # From the configuration file: the variable and where it is set.
+        # From the configuration file: the variable and where it is set, and a configuration error.
         with tempfile.TemporaryDirectory() as d:
             path = os.path.join(d, "config")
             with open(path, "w") as f:
                 f.write("# locks\nREDLOCK_TTL=soon\n")
-            self.assertIn("REDLOCK_TTL (%s:2): 'soon' is not a duration" % path,
-                          self.error(["acquire", "job"], env={"REDLOCK_CONFIG": path}))
+            r = redlock(["acquire", "job"], servers="127.0.0.1:1", env={"REDLOCK_CONFIG": path})
+            self.assertEqual((r.code, r.stdout, r.stderr.count("\n")), (78, "", 1), r)
+            self.assertIn("REDLOCK_TTL (%s:2): 'soon' is not a duration" % path, r.stderr)
 
 
 class TokenNobodySaw(ClusterTest):

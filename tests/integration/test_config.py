@@ -108,6 +108,18 @@ class Errors(ConfigTest):
             self.assertIn("%s:%d: " % (path, line), r.stderr)
         self.assertEqual(self.cluster.values("job"), [None] * 3)
 
+    def test_a_bad_value_in_the_file_is_78_the_same_in_the_environment_64(self):
+        for setting, shown in (("REDLOCK_TTL=abc", "REDLOCK_TTL ("), ("REDLOCK_JSON=junk", "REDLOCK_JSON (")):
+            path = self.write("REDLOCK_SERVERS=%s\n%s\n" % (self.cluster.spec, setting))
+            r = self.run_with(["acquire", "-n", "job"])
+            self.assertEqual(r.code, 78, (setting, r))
+            self.assertIn(shown + path + ":2)", r.stderr)
+            self.assertEqual(len(r.stderr.splitlines()), 1, r)
+            name, value = setting.split("=")
+            r = self.run_with(["-S", self.cluster.spec, "acquire", "-n", "job"], env={name: value})
+            self.assertEqual(r.code, 64, (setting, r))
+        self.assertEqual(self.cluster.values("job"), [None] * 3)
+
     def test_a_missing_file_named_by_redlock_config_is_78(self):
         missing = os.path.join(self.home, "nowhere", "config")
         r = self.run_with(["-S", self.cluster.spec, "status", "job"], env={"REDLOCK_CONFIG": missing})
