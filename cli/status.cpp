@@ -57,7 +57,12 @@ void print_table(const StatusOptions& o, const StatusResult& r) {
   std::printf("\n");
   print_row(width, "SERVER", "STATE", "TTL", "VALUE");
   for (const auto& s : r.servers) {
-    std::string value = s.value ? printable(*s.value) : s.error.empty() ? "" : s.error;
+    // A key of another type has no value to show: its type says what holds the name.
+    const bool other_type = s.ok && s.type != "none" && s.type != "string";
+    std::string value = s.value        ? printable(*s.value)
+                        : other_type   ? "(a " + printable(s.type) + ")"
+                        : s.error.empty() ? ""
+                                          : s.error;
     print_row(width, s.server, std::string(s.result_name()), s.ok ? ttl_text(s.ttl_ms) : "-", value);
   }
 }

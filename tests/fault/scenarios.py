@@ -435,7 +435,8 @@ def forgetting(proxy, groups, long_holders):
     """A member forgets: the plain server cut off behind its PROXY (so a holder has exactly a quorum,
     the two groups; a cut, not a freeze, so that no late SET lands there), one group's replica
     frozen and its link closed by the master (CLIENT KILL TYPE replica) until a long holder entered
-    (up to 20 s), the master killed -9, the replica thawed, the proxy healed; the sentinels promote
+    (up to 12 s: more than a long holder's hold, so one waiting gets in if unconfirmed votes count;
+    with confirmed votes nobody can, and the whole window passes), the master killed -9, the replica thawed, the proxy healed; the sentinels promote
     the replica, which lacks what the master took meanwhile. The old master comes back empty as a
     replica before the next round."""
     def nemesis(env):
@@ -452,7 +453,7 @@ def forgetting(proxy, groups, long_holders):
             with g.server_at(old).client() as c:
                 c.call("CLIENT", "KILL", "TYPE", "replica")
             env.note("fault", what="plain server cut off, replica frozen and cut off", group=g.name)
-            wait_new_holder(env, among=long_holders)
+            wait_new_holder(env, among=long_holders, timeout=12.0)
             g.server_at(old).kill()
             replica.thaw()
             proxy.heal()
@@ -478,7 +479,9 @@ def sentinel_forgets_with(ctx, name, member_wait):
             env.add_worker(mode="run", ttl="2s", hold_ms=(10, 40), wait="30s", servers=spec, timeout="500ms",
                            env_extra=extra)
         env.run(ctx.seconds, forgetting(env.proxies[0], groups, long_holders=range(3)))
-        return summarize(env, name, expect_cycles=3, quiet_end=False)
+        # Nobody gets in while a member forgets (the plain server cut, one group unable to confirm):
+        # a 30 s round is mostly fault windows.
+        return summarize(env, name, expect_cycles=2, quiet_end=False)
     finally:
         stop_groups(groups)
         env.close()

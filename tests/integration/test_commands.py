@@ -765,6 +765,10 @@ class Status(ClusterTest):
         self.assertEqual(j["servers"][0]["type"], "hash")
         self.assertEqual(j["servers"][0]["result"], "foreign")
         self.assertEqual(j["servers"][1]["type"], "none")
+        plain = self.rl("status", "job")
+        first = [line for line in plain.stdout.splitlines() if line.startswith(self.cluster.servers[0].url + " ")]
+        self.assertEqual(len(first), 1, plain)
+        self.assertRegex(first[0], r" foreign +no expiry +\(a hash\)$")
         # acquire counts it as busy there, not as a failure: on a quorum, the lock is busy.
         for s in self.cluster.servers[1:3]:
             with s.client() as c:
