@@ -12,6 +12,7 @@
 #include <map>
 
 #include "core/net/cluster.hpp"
+#include "core/net/sentinel.hpp"
 #include "core/util/error.hpp"
 #include "core/util/text.hpp"
 
@@ -701,28 +702,6 @@ class Transport::Connection {
       out.push_back(e[1].str + ":" + std::to_string(e[2].integer));
     }
     return out;
-  }
-
-  // The replicas the sentinels could promote, whatever their link to the master is now: a vote must
-  // be confirmed while one of them could take over. Those the sentinels have seen replicating
-  // count, down ones too until 10 x down-after-milliseconds (the longest link outage after which
-  // Sentinel still promotes one that comes back). Not an entry they have never read (master-host
-  // "?": an old master added at a failover, dead or not yet turned replica, which syncs before it
-  // can be promoted), nor one that says it is a master. Refused (an ACL): none, and ROLE decides.
-  static int promotable_replicas(const Reply& reply) {
-    int n = 0;
-    for (const auto& replica : reply.elements) {
-      std::map<std::string, std::string> f;
-      for (std::size_t k = 0; k + 1 < replica.elements.size(); k += 2) {
-        f[replica.elements[k].str] = replica.elements[k + 1].str;
-      }
-      const auto down_for = Reply::string(f["s-down-time"]).as_integer().value_or(0);
-      const auto down_after = Reply::string(f["down-after-milliseconds"]).as_integer().value_or(30000);
-      const bool gone = f["flags"].find("s_down") != std::string::npos && down_for > 10 * down_after;
-      const bool seen = !f["master-host"].empty() && f["master-host"] != "?";
-      n += f["role-reported"] == "slave" && seen && !gone ? 1 : 0;
-    }
-    return n;
   }
 
   // The sentinel's answer: the master's address, then a connection to it (false: this one is over).
