@@ -402,6 +402,7 @@ class SentinelGroup:
         auth = ("--requirepass", master_password, "--masterauth", master_password) if master_password else ()
         self.servers = [Server(workdir, index * 10 + k, auth) for k in range(2)]
         self.sentinels = []  # (port, process)
+        self.sentinel_confs = []
         for s in self.servers:
             s.start()
         with self.servers[1].client(password=master_password) as c:
@@ -426,8 +427,33 @@ class SentinelGroup:
         conf = os.path.join(d, "sentinel.conf")
         with open(conf, "w") as f:
             f.write("\n".join(lines) + "\n")
+        self.sentinel_confs.append(conf)
         proc = subprocess.Popen(["redis-sentinel", conf], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         return port, proc
+
+    def kill_sentinel(self, k):
+        """Kills sentinel K; restart_sentinel(K) starts it again on its port, from the configuration it
+        rewrote (the master, the replica and the other sentinels it knew)."""
+        port, proc = self.sentinels[k]
+        proc.kill()
+        proc.wait(timeout=10)
+
+    def restart_sentinel(self, k):
+        port, _ = self.sentinels[k]
+        proc = subprocess.Popen(["redis-sentinel", self.sentinel_confs[k]], stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+        self.sentinels[k] = (port, proc)
+
+    def ckquorum(self, k):
+        """What sentinel K answers to SENTINEL CKQUORUM: "OK …", "NOQUORUM …", or None when it does not answer."""
+        try:
+            with self.sentinel_client(k) as c:
+                answer = c.call("SENTINEL", "CKQUORUM", self.name)
+                return answer.decode() if isinstance(answer, bytes) else str(answer)
+        except RespError as e:
+            return str(e)
+        except OSError:
+            return None
 
     def sentinel_client(self, k=0):
         return Resp(self.sentinels[k][0], password=self.sentinel_password)
