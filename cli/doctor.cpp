@@ -80,7 +80,8 @@ void print_plain(const DoctorReport& r, const DoctorOptions& options) {
 }
 
 // The seed sentinels of the Sentinel members, each address once, as the servers of a transport of
-// their own, with the sentinels' password only (never the members' fallback password or TLS).
+// their own, with the sentinels' password only (never the members' fallback password), over TLS
+// for sentinel+tls:// members.
 struct Sentinels {
   std::unique_ptr<Transport> transport;
   std::vector<SentinelSeed> seeds;
@@ -106,6 +107,7 @@ Sentinels connect_sentinels(const GlobalOptions& global, Duration timeout) {
   if (urls.empty()) return out;
   TransportOptions t;
   t.timeout = timeout;
+  t.tls = TlsOptions{global.tls_ca, global.tls_cert, global.tls_key, global.tls_server_name, global.tls_insecure};
   out.transport = std::make_unique<Transport>(std::move(urls), std::move(t));
   return out;
 }

@@ -676,7 +676,9 @@ class Transport::Connection {
   // A Sentinel member: asks its sentinels in turn, from the last that answered, for the master.
   void ask_sentinel(TimePoint now) {
     const ServerUrl sentinel = url().sentinel(sentinel_next_ % url().sentinels.size());
-    reset_stream(open_plain_stream(sentinel));
+    auto stream = open_plain_stream(sentinel);
+    if (sentinel.scheme == ServerUrl::Scheme::Tls) stream = owner_.tls_->wrap(std::move(stream), sentinel);
+    reset_stream(std::move(stream));
     asking_ = true;
     confirmed_ = false;
     if (sentinel.password) {

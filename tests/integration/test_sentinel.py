@@ -34,10 +34,7 @@ class SentinelMembers(unittest.TestCase):
         except Exception:
             cls.tearDownClass()
             raise
-        cls.password_file = os.path.join(cls.workdir, "sentinel-password")
-        fd = os.open(cls.password_file, os.O_WRONLY | os.O_CREAT, 0o600)
-        os.write(fd, (SENTINEL_SECRET + "\n").encode())
-        os.close(fd)
+        cls.password_file = cls.groups[2].sentinel_password_file()
 
     @classmethod
     def tearDownClass(cls):

@@ -12,7 +12,7 @@ import tempfile
 import threading
 import unittest
 
-from harness import main, redlock, spawn, wait_for
+from harness import main, redlock, wait_for
 from test_cluster import RedisCluster
 
 ENV = {"REDLOCK_TIMEOUT": "1s"}
