@@ -2,6 +2,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <map>
 
 #include "commands.hpp"
 #include "core/util/duration.hpp"
@@ -78,6 +79,50 @@ void print_plain(const DoctorReport& r, const DoctorOptions& options) {
   std::printf("\nverdict: %s (exit %d)\n", verdict.c_str(), exit_status(r));
 }
 
+// The seed sentinels of the Sentinel members, each address once, as the servers of a transport of
+// their own, with the sentinels' password only (never the members' fallback password), over TLS
+// for sentinel+tls:// members.
+struct Sentinels {
+  std::unique_ptr<Transport> transport;
+  std::vector<SentinelSeed> seeds;
+};
+
+Sentinels connect_sentinels(const GlobalOptions& global, Duration timeout) {
+  Sentinels out;
+  std::vector<ServerUrl> urls;
+  std::map<std::string, std::size_t> by_address;
+  const std::vector<ServerUrl> servers = resolve_credentials(global).servers;
+  for (std::size_t i = 0; i < servers.size(); ++i) {
+    if (!servers[i].is_sentinel()) continue;
+    for (std::size_t k = 0; k < servers[i].sentinels.size(); ++k) {
+      ServerUrl url = servers[i].sentinel(k);
+      auto [it, fresh] = by_address.emplace(url.address(), urls.size());
+      if (fresh) {
+        urls.push_back(std::move(url));
+        out.seeds.push_back({servers[i].sentinel_address(k), {}});
+      }
+      out.seeds[it->second].questions.push_back({i, servers[i].master_name});
+    }
+  }
+  if (urls.empty()) return out;
+  TransportOptions t;
+  t.timeout = timeout;
+  t.tls = TlsOptions{global.tls_ca, global.tls_cert, global.tls_key, global.tls_server_name, global.tls_insecure};
+  out.transport = std::make_unique<Transport>(std::move(urls), std::move(t));
+  return out;
+}
+
+Json json_sentinels(const std::optional<SentinelFacts>& s) {
+  if (!s) return nullptr;
+  Json j;
+  j["listed"] = s->listed;
+  j["answered"] = s->answered;
+  j["quorum_ok"] = s->quorum_ok;
+  j["no_quorum"] = s->no_quorum.size();
+  j["replicas"] = s->replicas ? Json(*s->replicas) : Json(nullptr);
+  return j;
+}
+
 Json json_optional_ms(const std::optional<Duration>& d) {
   return d ? Json(json_ms(*d)) : Json(nullptr);
 }
@@ -118,6 +163,7 @@ Json json_report(const DoctorReport& r, const DoctorOptions& options) {
     s["acl_denied"] = f.denied;
     s["fence_keys"] = f.fence_keys ? Json(*f.fence_keys) : Json(nullptr);
     s["fence_keys_complete"] = f.fence_keys ? Json(f.fence_scan_complete) : Json(nullptr);
+    s["sentinels"] = json_sentinels(f.sentinels);
     servers.push_back(std::move(s));
   }
   j["servers"] = servers;
@@ -152,7 +198,10 @@ int run_doctor_command(const DoctorCliOptions& o, const GlobalOptions& global) {
   options.member_wait = member_wait(global).value_or(1) > 0;
   auto transport = connect_servers(global);
   for (const auto& line : setting_origins(global)) verbose(global, 1, line);
-  DoctorReport report = run_doctor(*transport, options);
+  Sentinels sentinels = connect_sentinels(global, options.timeout);
+  std::optional<SentinelSeeds> seeds;
+  if (sentinels.transport) seeds.emplace(SentinelSeeds{*sentinels.transport, sentinels.seeds});
+  DoctorReport report = run_doctor(*transport, options, seeds ? &*seeds : nullptr);
   transport->flush(Clock::now() + options.timeout);
 
   const std::string unanswered = "no quorum: " + servers_text(report.reachable.yes, report.reachable.total) +

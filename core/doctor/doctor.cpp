@@ -10,6 +10,7 @@
 #include "core/lock/keys.hpp"
 #include "core/lock/scripts.hpp"
 #include "core/lock/token.hpp"
+#include "core/net/sentinel.hpp"
 #include "core/util/duration.hpp"
 #include "core/util/glob.hpp"
 #include "core/util/setting.hpp"
@@ -383,6 +384,52 @@ void count_fences(Network& network, std::vector<bool> ask, const std::string& pr
   }
 }
 
+// One sentinel's answers about one member's master: CKQUORUM's, then REPLICAS'.
+void read_sentinel(SentinelFacts& f, const std::string& address, const Result& quorum, const Result& replicas) {
+  if (!answered(quorum)) {
+    f.silent.push_back(address + ": " + failure_text(quorum));
+    return;
+  }
+  ++f.answered;
+  if (quorum.ok()) {
+    ++f.quorum_ok;
+  } else if (quorum.error.starts_with("NOQUORUM")) {
+    f.no_quorum.push_back(address + ": " + quorum.error);
+  } else {
+    f.refused.push_back(address + ": " + quorum.error);
+  }
+  if (replicas.ok() && replicas.reply.type == Reply::Type::Array) {
+    f.replicas = std::max(f.replicas.value_or(0), promotable_replicas(replicas.reply));
+  }
+}
+
+// Every seed sentinel at once, CKQUORUM and REPLICAS of each master it is asked about in one pipeline.
+void ask_sentinels(SentinelSeeds& sentinels, std::vector<ServerFacts>& facts) {
+  for (const auto& seed : sentinels.seeds) {
+    for (const auto& q : seed.questions) {
+      if (!facts[q.member].sentinels) facts[q.member].sentinels.emplace();
+      ++facts[q.member].sentinels->listed;
+    }
+  }
+  Network& network = sentinels.network;
+  Batch batch(network, std::vector<bool>(network.size(), true), [&](std::size_t k) {
+    std::vector<Request> requests;
+    for (const auto& q : sentinels.seeds[k].questions) {
+      requests.push_back(Request::command({"SENTINEL", "CKQUORUM", q.master_name}));
+      requests.push_back(Request::command({"SENTINEL", "REPLICAS", q.master_name}));
+    }
+    return requests;
+  });
+  batch.wait();
+  for (std::size_t k = 0; k < sentinels.seeds.size(); ++k) {
+    const auto& questions = sentinels.seeds[k].questions;
+    for (std::size_t n = 0; n < questions.size(); ++n) {
+      read_sentinel(*facts[questions[n].member].sentinels, sentinels.seeds[k].address, *batch.result(k, 2 * n),
+                    *batch.result(k, 2 * n + 1));
+    }
+  }
+}
+
 template <typename Note>
 Verdict worst_of(const std::vector<Note>& notes) {
   Verdict v = Verdict::Ok;
@@ -647,6 +694,82 @@ Check check_member_wait(const std::vector<ServerFacts>& servers, const DoctorOpt
            "A Sentinel member's vote counts once WAIT confirms a replica has it, since a failover loses what "
            "the promoted replica lacked. Where the service refuses WAIT, that member cannot vote; "
            "--member-wait 0 counts its votes unconfirmed, and a failover may then lose a held lock.");
+  return c;
+}
+
+namespace {
+
+std::string joined(const std::vector<std::string>& parts) {
+  std::string out;
+  for (const auto& p : parts) out += (out.empty() ? "" : "; ") + p;
+  return out;
+}
+
+// One Sentinel member's note: what its sentinels said, and the worst of it.
+ServerNote sentinel_note(std::size_t i, const SentinelFacts& s) {
+  ServerNote note{i, Verdict::Ok, {}};
+  if (s.answered == 0) {
+    note.verdict = Verdict::Fail;
+    note.text = "no sentinel of " + std::to_string(s.listed) + " answered (" + joined(s.silent) +
+                "): nobody can fail its master over, or name it";
+    return note;
+  }
+  note.text = std::to_string(s.answered) + " of " + plural(s.listed, "sentinel", "sentinels") + " answered";
+  if (!s.silent.empty()) {
+    note.verdict = Verdict::Warn;
+    note.text += " (silent: " + joined(s.silent) + ")";
+  }
+  if (s.quorum_ok == 0 && !s.no_quorum.empty()) {
+    note.verdict = Verdict::Fail;
+    note.text += "; no failover possible: " + joined(s.no_quorum);
+  } else if (!s.no_quorum.empty()) {
+    note.verdict = worst(note.verdict, Verdict::Warn);
+    note.text += "; CKQUORUM OK from " + std::to_string(s.quorum_ok) + ", not from " + joined(s.no_quorum);
+  } else if (s.quorum_ok == 0) {
+    note.verdict = worst(note.verdict, Verdict::Unknown);
+    note.text += "; CKQUORUM refused (" + joined(s.refused) + ")";
+  } else {
+    note.text += "; CKQUORUM OK (the quorum and the majority for a failover can be reached)";
+  }
+  if (!s.replicas) {
+    note.text += "; replicas unknown (SENTINEL REPLICAS refused)";
+  } else if (*s.replicas == 0) {
+    note.verdict = worst(note.verdict, Verdict::Warn);
+    note.text += "; no replica they could promote: a failover loses its locks";
+  } else {
+    note.text += "; " + plural(static_cast<std::size_t>(*s.replicas), "replica", "replicas") + " they could promote";
+  }
+  return note;
+}
+
+}  // namespace
+
+Check check_sentinel(const std::vector<ServerFacts>& servers) {
+  Check c;
+  c.name = "sentinel";
+  std::size_t members = 0;
+  for (std::size_t i = 0; i < servers.size(); ++i) {
+    if (!servers[i].sentinels || servers[i].duplicate) continue;
+    ++members;
+    c.notes.push_back(sentinel_note(i, *servers[i].sentinels));
+  }
+  if (members == 0) {
+    c.summary = "no Sentinel member";
+    return c;
+  }
+  const std::string of = " of " + plural(members, "Sentinel member", "Sentinel members");
+  conclude(c,
+           "every seed sentinel of " + plural(members, "Sentinel member", "Sentinel members") +
+               " answered, can fail its master over, and knows a replica to promote",
+           "some sentinels would not run SENTINEL CKQUORUM",
+           std::to_string(count_notes(c.notes, Verdict::Warn)) + of +
+               (worst_of(c.notes) == Verdict::Fail ? " cannot be failed over" : " short of sentinels or replicas"),
+           "A group whose sentinels cannot reach their quorum and a majority cannot fail its master over: when "
+           "the master dies, the member stays down. A seed sentinel that does not answer costs its turn (up to " +
+               setting_name(Setting::Timeout) +
+               ") whenever the member's master is looked up, and brings the group closer to no failover. A "
+               "group without a replica to promote loses its locks in a failover, and its votes count "
+               "unconfirmed. Restart the sentinels (or list those that run), and give every group a replica.");
   return c;
 }
 
@@ -964,6 +1087,7 @@ DoctorReport assess(std::vector<ServerFacts> facts, const DoctorOptions& options
       check_cluster(s),
       check_eviction(s),
       check_member_wait(s, options),
+      check_sentinel(s),
   };
   report.reachable.total = s.size();
   const std::vector<bool> votes = voters(s);
@@ -973,8 +1097,9 @@ DoctorReport assess(std::vector<ServerFacts> facts, const DoctorOptions& options
   // With no server to ask, the checks of what servers said have nothing to go on: unknown, not ok.
   if (count_askable(s) == 0) {
     for (auto& c : report.checks) {
-      // How many servers are listed needs no answer.
-      if (c.name == "reachable" || c.name == "fault-tolerance" || c.verdict != Verdict::Ok) continue;
+      // How many servers are listed needs no answer, and the sentinels are asked apart from them.
+      if (c.name == "reachable" || c.name == "fault-tolerance" || c.name == "sentinel" || c.verdict != Verdict::Ok)
+        continue;
       c.verdict = Verdict::Unknown;
       c.summary = kNobodyToAsk;
       c.notes.clear();
@@ -985,7 +1110,7 @@ DoctorReport assess(std::vector<ServerFacts> facts, const DoctorOptions& options
   return report;
 }
 
-DoctorReport run_doctor(Network& network, const DoctorOptions& options) {
+DoctorReport run_doctor(Network& network, const DoctorOptions& options, SentinelSeeds* sentinels) {
   const std::size_t n = network.size();
   std::vector<ServerFacts> facts(n);
   for (std::size_t i = 0; i < n; ++i) {
@@ -1041,6 +1166,7 @@ DoctorReport run_doctor(Network& network, const DoctorOptions& options) {
     read_probe(f, probe, i);
   }
   count_fences(network, ask, options.prefix, facts);
+  if (sentinels) ask_sentinels(*sentinels, facts);
   return assess(std::move(facts), options);
 }
 

@@ -47,6 +47,20 @@ struct ClockSkew {
 // Nothing when fewer than two servers gave a sample.
 std::optional<ClockSkew> measure_skew(const std::vector<std::optional<ClockSample>>& samples);
 
+// What the seed sentinels of a Sentinel member said: SENTINEL CKQUORUM (can they reach the quorum
+// that detects a failure and the majority that authorises a failover?) and SENTINEL REPLICAS.
+struct SentinelFacts {
+  std::size_t listed = 0;              // the sentinels its URL lists
+  std::size_t answered = 0;            // those that answered at all (a refusal is an answer)
+  std::vector<std::string> silent;     // "HOST:PORT: why", each that did not
+  std::size_t quorum_ok = 0;           // those whose CKQUORUM said OK
+  std::vector<std::string> no_quorum;  // "HOST:PORT: NOQUORUM …", each that said it cannot be reached
+  std::vector<std::string> refused;    // "HOST:PORT: error", each that answered CKQUORUM otherwise
+  // The most replicas one sentinel could promote (the rule --member-wait's default follows);
+  // none while no sentinel told.
+  std::optional<int> replicas;
+};
+
 // What one server told us.
 struct ServerFacts {
   std::string server;                     // redacted URL
@@ -92,6 +106,8 @@ struct ServerFacts {
   std::optional<std::size_t> fence_keys;
   bool fence_scan_complete = false;
   std::string fence_scan_error;  // why they could not be counted
+
+  std::optional<SentinelFacts> sentinels;  // a Sentinel member whose sentinels were asked
 };
 
 // One server's line under a check.
@@ -103,7 +119,7 @@ struct ServerNote {
 
 struct Check {
   // reachable, fault-tolerance, master, distinct, persistence, clock, uptime, acl, fences, latency,
-  // cluster, eviction
+  // cluster, eviction, member-wait, sentinel
   std::string name;
   Verdict verdict = Verdict::Ok;
   std::string summary;
@@ -154,6 +170,11 @@ Check check_cluster(const std::vector<ServerFacts>& servers);
 // lost lock. Only a warning while no maxmemory is set.
 Check check_eviction(const std::vector<ServerFacts>& servers);
 Check check_member_wait(const std::vector<ServerFacts>& servers, const DoctorOptions& options);
+// A Sentinel member whose sentinels cannot fail its master over (none answers, or CKQUORUM says the
+// quorum or the majority cannot be reached) fails; one with a seed sentinel silent, or without a
+// replica the sentinels could promote (a failover would lose its locks), warns. One note per
+// Sentinel member, whatever its verdict; ok without any.
+Check check_sentinel(const std::vector<ServerFacts>& servers);
 // How many fencing counters there are under the prefix, one per NAME locked within its expiry; a
 // warning where TIME is refused, since counters never expire there.
 Check check_fences(const std::vector<ServerFacts>& servers, const std::string& prefix);
@@ -169,11 +190,29 @@ bool fence_key_under(std::string_view key, std::string_view prefix);
 // Every check over FACTS, and the overall verdict.
 DoctorReport assess(std::vector<ServerFacts> facts, const DoctorOptions& options);
 
+// The seed sentinels of the Sentinel members, as servers of a network of their own: SEEDS[K] is
+// server K of NETWORK (each sentinel once, however many members list it), asked about the master
+// of each member its questions name.
+struct SentinelQuestion {
+  std::size_t member = 0;  // the Sentinel member's index among the servers
+  std::string master_name;
+};
+struct SentinelSeed {
+  std::string address;  // HOST:PORT, as it may be printed
+  std::vector<SentinelQuestion> questions;
+};
+struct SentinelSeeds {
+  Network& network;
+  std::vector<SentinelSeed> seeds;
+};
+
 // Asks every server (each request bounded by the transport's per-request deadline; a server that
 // fails the first request is asked nothing more; the count of fencing counters by at most
-// kFenceScanRounds rounds of SCAN and kFenceScanBudget) and assesses the answers. Never throws for a
-// server's failure. The ACL probe takes and releases OPTIONS.probe_key and leaves no key behind.
-DoctorReport run_doctor(Network& network, const DoctorOptions& options);
+// kFenceScanRounds rounds of SCAN and kFenceScanBudget) and, when SENTINELS is given, every seed
+// sentinel at once (one pipeline each, within the same deadline), and assesses the answers. Never
+// throws for a server's failure. The ACL probe takes and releases OPTIONS.probe_key and leaves no
+// key behind.
+DoctorReport run_doctor(Network& network, const DoctorOptions& options, SentinelSeeds* sentinels = nullptr);
 
 // PREFIX + "redlock-doctor:" + 32 random hex characters: under the prefix, so that an ACL key
 // pattern written for the locks covers it too.

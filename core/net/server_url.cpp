@@ -139,15 +139,16 @@ void parse_host_port(std::string_view hostport, ServerUrl& url, const std::strin
 // named redis), nor anything with user information ("redis:pw@host" is the user redis).
 void refuse_scheme_without_slashes(std::string_view text) {
   if (text.find('@') != std::string_view::npos) return;
-  for (std::string_view scheme : {"rediss", "redis", "unix", "sentinel", "cluster+tls", "cluster"}) {
+  for (std::string_view scheme : {"rediss", "redis", "unix", "sentinel+tls", "sentinel", "cluster+tls", "cluster"}) {
     if (text.size() <= scheme.size() || text.substr(0, scheme.size()) != scheme) continue;
     std::string_view rest = text.substr(scheme.size());
     if (rest[0] != ':' && rest[0] != '/') return;
     if (rest[0] == ':' && rest.size() > 1 && rest.find_first_not_of("0123456789", 1) == std::string_view::npos) return;
-    const std::string form = scheme == "unix"       ? "unix:///PATH[?db=N]"
-                             : scheme == "sentinel" ? "sentinel://S1[:PORT][,S2[:PORT]…]/MASTERNAME"
+    const std::string form = scheme == "unix" ? "unix:///PATH[?db=N]"
+                             : scheme.starts_with("sentinel")
+                                 ? std::string(scheme) + "://S1[:PORT][,S2[:PORT]…]/MASTERNAME"
                              : scheme.starts_with("cluster") ? std::string(scheme) + "://N1[:PORT][,N2[:PORT]…]"
-                                                    : std::string(scheme) + "://HOST[:PORT][/DB]";
+                                                             : std::string(scheme) + "://HOST[:PORT][/DB]";
     config_error("malformed server URL '" + std::string(text) + "' (expected " + form + ")");
   }
 }
@@ -175,7 +176,7 @@ std::string ServerUrl::format(bool mark_password) const {
       out = "unix://";
       break;
     case Scheme::Sentinel:
-      out = "sentinel://";
+      out = sentinel_tls ? "sentinel+tls://" : "sentinel://";
       break;
     case Scheme::Cluster:
       out = cluster_tls ? "cluster+tls://" : "cluster://";
@@ -216,7 +217,7 @@ std::string ServerUrl::format(bool mark_password) const {
 
 ServerUrl ServerUrl::master_at(const std::string& at_host, int at_port) const {
   ServerUrl url;
-  if (is_cluster() && cluster_tls) url.scheme = Scheme::Tls;
+  if (uses_tls()) url.scheme = Scheme::Tls;
   url.host = at_host;
   url.port = at_port;
   url.user = user;
@@ -233,6 +234,7 @@ std::string ServerUrl::sentinel_address(std::size_t i) const {
 
 ServerUrl ServerUrl::sentinel(std::size_t i) const {
   ServerUrl url;
+  if (sentinel_tls) url.scheme = Scheme::Tls;
   url.host = sentinels.at(i).host;
   url.port = sentinels.at(i).port;
   url.password = sentinel_password;
@@ -288,14 +290,16 @@ std::string take_scheme(std::string_view text, std::string_view& rest, ServerUrl
     url.scheme = ServerUrl::Scheme::Tls;
   } else if (scheme == "unix") {
     url.scheme = ServerUrl::Scheme::Unix;
-  } else if (scheme == "sentinel") {
+  } else if (scheme == "sentinel" || scheme == "sentinel+tls") {
     url.scheme = ServerUrl::Scheme::Sentinel;
+    url.sentinel_tls = scheme == "sentinel+tls";
   } else if (scheme == "cluster" || scheme == "cluster+tls") {
     url.scheme = ServerUrl::Scheme::Cluster;
     url.cluster_tls = scheme == "cluster+tls";
   } else if (!scheme.empty()) {
     config_error("unknown scheme '" + scheme +
-                 "://' in server URL (expected redis://, rediss://, unix://, sentinel://, cluster://, cluster+tls:// or "
+                 "://' in server URL (expected redis://, rediss://, unix://, sentinel://, sentinel+tls://, cluster://, "
+                 "cluster+tls:// or "
                  "HOST:PORT)");
   } else {
     refuse_scheme_without_slashes(text);
@@ -470,8 +474,8 @@ std::vector<std::string> split_server_list(std::string_view text) {
     bool has_at = p.text.find('@') != std::string::npos;
     // A sentinel:// member's next sentinel, a cluster:// member's next seed (or the rest of its password).
     if (!has_scheme && !out.empty() &&
-        (out.back().starts_with("sentinel://") || out.back().starts_with("cluster://") ||
-         out.back().starts_with("cluster+tls://"))) {
+        (out.back().starts_with("sentinel://") || out.back().starts_with("sentinel+tls://") ||
+         out.back().starts_with("cluster://") || out.back().starts_with("cluster+tls://"))) {
       out.back() += "," + p.text;
       open.reset();
       continue;

@@ -2,6 +2,7 @@
 //   redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]   rediss://… (TLS)
 //   unix://[[USER]:PASSWORD@]/PATH[?db=N]         [[USER]:PASSWORD@]HOST:PORT
 //   sentinel://[[USER]:PASSWORD@]S1[:PORT][,S2[:PORT]…]/MASTERNAME[?db=N][&sentinel_password_file=PATH]
+//   sentinel+tls://… (TLS to every sentinel and to the master)
 //   cluster://[[USER]:PASSWORD@]N1[:PORT][,N2[:PORT]…][?db=0]   cluster+tls://… (TLS to every node)
 // A sentinel:// URL is one member of the quorum: the master a Sentinel group names, found by asking
 // its sentinels (port 26379 unless given) in turn. Its user and password are the master's; the
@@ -38,6 +39,7 @@ struct ServerUrl {
   std::string master_name;
   std::optional<std::string> sentinel_password_file;
   std::optional<std::string> sentinel_password;
+  bool sentinel_tls = false;  // sentinel+tls://: the sentinels and the master over TLS
 
   // Cluster only: the nodes first asked for the slot map, and whether every node is reached over
   // TLS (cluster+tls://).
@@ -47,7 +49,9 @@ struct ServerUrl {
   bool is_sentinel() const { return scheme == Scheme::Sentinel; }
   bool is_cluster() const { return scheme == Scheme::Cluster; }
   // Whether connections for this entry (its own, or its nodes') need TLS.
-  bool uses_tls() const { return scheme == Scheme::Tls || (is_cluster() && cluster_tls); }
+  bool uses_tls() const {
+    return scheme == Scheme::Tls || (is_cluster() && cluster_tls) || (is_sentinel() && sentinel_tls);
+  }
 
   // The URL with the password shown as "***" ("redis://***@h:1", "redis://user:***@h:1"): the only
   // form that may be printed.
@@ -62,7 +66,8 @@ struct ServerUrl {
   // A Sentinel member's master (or a Cluster member's node) at HOST:PORT, as a redis:// URL with the
   // member's credentials and db.
   ServerUrl master_at(const std::string& host, int port) const;
-  // A Sentinel member's sentinel I, as a redis:// URL with the sentinels' password.
+  // A Sentinel member's sentinel I, as a redis:// URL (rediss:// for sentinel+tls://) with the
+  // sentinels' password.
   ServerUrl sentinel(std::size_t i) const;
   // A Cluster member's seed I, as a redis:// URL with the member's credentials.
   ServerUrl seed(std::size_t i) const;

@@ -12,6 +12,7 @@
 #include <map>
 
 #include "core/net/cluster.hpp"
+#include "core/net/sentinel.hpp"
 #include "core/util/error.hpp"
 #include "core/util/text.hpp"
 
@@ -683,7 +684,9 @@ class Transport::Connection {
   // A Sentinel member: asks its sentinels in turn, from the last that answered, for the master.
   void ask_sentinel(TimePoint now) {
     const ServerUrl sentinel = url().sentinel(sentinel_next_ % url().sentinels.size());
-    reset_stream(open_plain_stream(sentinel));
+    auto stream = open_plain_stream(sentinel);
+    if (sentinel.scheme == ServerUrl::Scheme::Tls) stream = owner_.tls_->wrap(std::move(stream), sentinel);
+    reset_stream(std::move(stream));
     asking_ = true;
     confirmed_ = false;
     if (sentinel.password) {
@@ -709,26 +712,6 @@ class Transport::Connection {
       out.push_back(e[1].str + ":" + std::to_string(e[2].integer));
     }
     return out;
-  }
-
-  // The replicas the sentinels could promote, whatever their link to the master is now: a vote must
-  // be confirmed while one of them could take over. Those the sentinels have seen replicating
-  // count, however long they have been down: a replica that was stopped (SIGSTOP, a paused VM)
-  // never saw its link go down, so when it comes back its link looks fresh and Sentinel promotes it
-  // without what its master took meanwhile. Not an entry they have never read (master-host "?": an
-  // old master added at a failover, dead or not yet turned replica, which syncs before it can be
-  // promoted), nor one that says it is a master. Refused (an ACL): none, and ROLE decides.
-  static int promotable_replicas(const Reply& reply) {
-    int n = 0;
-    for (const auto& replica : reply.elements) {
-      std::map<std::string, std::string> f;
-      for (std::size_t k = 0; k + 1 < replica.elements.size(); k += 2) {
-        f[replica.elements[k].str] = replica.elements[k + 1].str;
-      }
-      const bool seen = !f["master-host"].empty() && f["master-host"] != "?";
-      n += f["role-reported"] == "slave" && seen ? 1 : 0;
-    }
-    return n;
   }
 
   // The sentinel's answer: the master's address, then a connection to it (false: this one is over).

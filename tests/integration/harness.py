@@ -392,16 +392,23 @@ class TlsServer(Server):
 
 class SentinelGroup:
     """A master, its replica and three redis-sentinel processes watching it as NAME (down-after-milliseconds
-    1000), on free loopback ports; stop() kills them all."""
+    1000), on free loopback ports; stop() kills them all. With TLS (CERT, KEY, CA), every one of them
+    speaks TLS only (replication and the sentinels' own connections too)."""
 
-    def __init__(self, workdir, index, master_password=None, sentinel_password=None):
+    def __init__(self, workdir, index, master_password=None, sentinel_password=None, tls=None):
         self.workdir = workdir
         self.name = "m%d" % index
         self.master_password = master_password
         self.sentinel_password = sentinel_password
+        self.tls = tls
         auth = ("--requirepass", master_password, "--masterauth", master_password) if master_password else ()
-        self.servers = [Server(workdir, index * 10 + k, auth) for k in range(2)]
+        if tls:
+            self.servers = [TlsServer(workdir, index * 10 + k, *tls, extra=auth + ("--tls-replication", "yes"))
+                            for k in range(2)]
+        else:
+            self.servers = [Server(workdir, index * 10 + k, auth) for k in range(2)]
         self.sentinels = []  # (port, process)
+        self.sentinel_confs = []
         for s in self.servers:
             s.start()
         with self.servers[1].client(password=master_password) as c:
@@ -415,7 +422,13 @@ class SentinelGroup:
         d = os.path.join(self.workdir, "sentinel%d" % index)
         os.makedirs(d, exist_ok=True)
         port = Server(self.workdir, index).port  # a free port
-        lines = ["port %d" % port, "bind 127.0.0.1", "dir %s" % d, "logfile %s/log" % d,
+        if self.tls:
+            cert, key, ca = self.tls
+            listen = ["port 0", "tls-port %d" % port, "tls-cert-file %s" % cert, "tls-key-file %s" % key,
+                      "tls-ca-cert-file %s" % ca, "tls-replication yes", "tls-auth-clients no"]
+        else:
+            listen = ["port %d" % port]
+        lines = listen + ["bind 127.0.0.1", "dir %s" % d, "logfile %s/log" % d,
                  "sentinel monitor %s 127.0.0.1 %d 2" % (self.name, self.servers[0].port),
                  "sentinel down-after-milliseconds %s 1000" % self.name,
                  "sentinel failover-timeout %s 10000" % self.name]
@@ -426,11 +439,37 @@ class SentinelGroup:
         conf = os.path.join(d, "sentinel.conf")
         with open(conf, "w") as f:
             f.write("\n".join(lines) + "\n")
+        self.sentinel_confs.append(conf)
         proc = subprocess.Popen(["redis-sentinel", conf], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         return port, proc
 
+    def kill_sentinel(self, k):
+        """Kills sentinel K; restart_sentinel(K) starts it again on its port, from the configuration it
+        rewrote (the master, the replica and the other sentinels it knew)."""
+        port, proc = self.sentinels[k]
+        proc.kill()
+        proc.wait(timeout=10)
+
+    def restart_sentinel(self, k):
+        port, _ = self.sentinels[k]
+        proc = subprocess.Popen(["redis-sentinel", self.sentinel_confs[k]], stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+        self.sentinels[k] = (port, proc)
+
+    def ckquorum(self, k):
+        """What sentinel K answers to SENTINEL CKQUORUM: "OK …", "NOQUORUM …", or None when it does not answer."""
+        try:
+            with self.sentinel_client(k) as c:
+                answer = c.call("SENTINEL", "CKQUORUM", self.name)
+                return answer.decode() if isinstance(answer, bytes) else str(answer)
+        except RespError as e:
+            return str(e)
+        except OSError:
+            return None
+
     def sentinel_client(self, k=0):
-        return Resp(self.sentinels[k][0], password=self.sentinel_password)
+        tls = self.servers[0].client_context() if self.tls else None
+        return Resp(self.sentinels[k][0], password=self.sentinel_password, tls=tls)
 
     def replica_synced(self, server):
         try:
@@ -474,11 +513,20 @@ class SentinelGroup:
     def server_at(self, port):
         return next(s for s in self.servers if s.port == port)
 
+    def sentinel_password_file(self):
+        """A file (mode 600) holding the sentinels' password, for ?sentinel_password_file=."""
+        path = os.path.join(self.workdir, "%s-sentinel-password" % self.name)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        os.write(fd, (self.sentinel_password + "\n").encode())
+        os.close(fd)
+        return path
+
     def url(self, password_file=None):
         userinfo = ":%s@" % self.master_password if self.master_password else ""
         hosts = ",".join("127.0.0.1:%d" % port for port, _ in self.sentinels)
         query = "?sentinel_password_file=%s" % password_file if password_file else ""
-        return "sentinel://%s%s/%s%s" % (userinfo, hosts, self.name, query)
+        scheme = "sentinel+tls" if self.tls else "sentinel"
+        return "%s://%s%s/%s%s" % (scheme, userinfo, hosts, self.name, query)
 
     def shown(self, password_file=None):
         return self.url(password_file).replace(":%s@" % self.master_password, "***@") if self.master_password \

@@ -20,19 +20,21 @@ ENV = {"REDLOCK_TIMEOUT": "1s"}
 
 
 class RedisCluster:
-    """Six cluster nodes: three masters, each with a replica."""
+    """Cluster nodes: three masters (MASTERS), each with a replica (REPLICAS per master)."""
 
-    def __init__(self, workdir, node=Server, cli=()):
-        """NODE(workdir, index, extra) makes a node; CLI: what redis-cli needs to reach them."""
+    def __init__(self, workdir, node=Server, cli=(), masters=3, replicas=1, first=100):
+        """NODE(workdir, index, extra) makes a node, indexes from FIRST on; CLI: what redis-cli needs
+        to reach them."""
         extra = ("--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "5000")
         self.nodes = []
+        self.n_masters, self.n_replicas = masters, replicas
         try:
-            for k in range(6):
+            for k in range(masters * (1 + replicas)):
                 # The bus port of its own: PORT + 10000 may be taken, or past 65535.
                 bus = ("--cluster-port", str(free_port()))
-                self.nodes.append(node(workdir, 100 + k, extra + bus).start())
+                self.nodes.append(node(workdir, first + k, extra + bus).start())
             create = ["redis-cli"] + list(cli) + ["--cluster", "create"] + [n.address for n in self.nodes] + \
-                ["--cluster-replicas", "1", "--cluster-yes"]
+                ["--cluster-replicas", str(replicas), "--cluster-yes"]
             done = subprocess.run(create, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=60)
             if done.returncode != 0:
                 raise RuntimeError("redis-cli --cluster create: %s" % done.stdout.decode()[-2000:])
@@ -50,7 +52,8 @@ class RedisCluster:
                     info = c.call("INFO", "replication")
                     if b"role:slave" in info and b"master_link_status:up" not in info:
                         return False
-            return len(self.masters()) == 3 and all(len(r) == 4 for r in self.slots())
+            return len(self.masters()) == self.n_masters and \
+                all(len(r) == 3 + self.n_replicas for r in self.slots())
         except (OSError, RespError):
             return False
 
@@ -65,12 +68,12 @@ class RedisCluster:
         return next(n for n in self.nodes if n.port == port)
 
     def owner(self, key):
-        """The master serving KEY's slot, and its replica, as the cluster says now."""
+        """The master serving KEY's slot, and its replica (None without replicas), as the cluster says now."""
         with self.nodes[0].client() as c:
             slot = c.call("CLUSTER", "KEYSLOT", key)
         for r in self.slots():
             if r[0] <= slot <= r[1]:
-                return self.node(int(r[2][1])), self.node(int(r[3][1]))
+                return self.node(int(r[2][1])), self.node(int(r[3][1])) if len(r) > 3 else None
         raise AssertionError("no node serves slot %d" % slot)
 
     def keys_on(self, node, pattern):

@@ -8,7 +8,7 @@ import time
 from harness import ClusterTest, Server, free_port, main, redlock
 
 CHECKS = ["reachable", "fault-tolerance", "master", "distinct", "persistence", "clock", "uptime", "acl", "fences",
-          "latency", "cluster", "eviction", "member-wait"]
+          "latency", "cluster", "eviction", "member-wait", "sentinel"]
 ALWAYS = ("--appendonly", "yes", "--appendfsync", "always")
 
 

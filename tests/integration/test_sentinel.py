@@ -34,10 +34,7 @@ class SentinelMembers(unittest.TestCase):
         except Exception:
             cls.tearDownClass()
             raise
-        cls.password_file = os.path.join(cls.workdir, "sentinel-password")
-        fd = os.open(cls.password_file, os.O_WRONLY | os.O_CREAT, 0o600)
-        os.write(fd, (SENTINEL_SECRET + "\n").encode())
-        os.close(fd)
+        cls.password_file = cls.groups[2].sentinel_password_file()
 
     @classmethod
     def tearDownClass(cls):
@@ -114,6 +111,45 @@ class SentinelMembers(unittest.TestCase):
         self.assertEqual([s["role"] for s in r.json()["servers"]], ["master"] * 3)
         self.assertEqual([s["replicas"] for s in r.json()["servers"]], [1] * 3)
         self.assertEqual(checks["member-wait"]["verdict"], "ok", checks["member-wait"])
+
+    def sentinel_check(self):
+        r = self.rl("--json", "doctor", "--ttl", "1s")
+        self.assertIn(r.code, (0, 1), r)
+        check = next(c for c in r.json()["checks"] if c["check"] == "sentinel")
+        self.assertEqual(len(check["servers"]), 3, check)  # a note per member, whatever its verdict
+        return check, r.json()["servers"][2]["sentinels"]
+
+    def test_doctor_sentinel_check_follows_its_sentinels(self):
+        """sentinel: every seed sentinel answers CKQUORUM OK and knows the replica (ok); one of three
+        killed (warn, naming it); two of three killed with quorum 2 (fail: no failover possible)."""
+        group = self.groups[2]  # its sentinels take a password: asked with it, never printing it
+        check, facts = self.sentinel_check()
+        self.assertEqual(check["verdict"], "ok", check)
+        self.assertEqual(facts, {"listed": 3, "answered": 3, "quorum_ok": 3, "no_quorum": 0, "replicas": 1})
+        self.assertIn("CKQUORUM OK", check["servers"][2]["detail"])
+        try:
+            group.kill_sentinel(2)
+            check, facts = self.sentinel_check()
+            self.assertEqual(check["verdict"], "warn", check)
+            self.assertEqual([n["verdict"] for n in check["servers"]], ["ok", "ok", "warn"], check)
+            self.assertIn("2 of 3 sentinels answered (silent: 127.0.0.1:%d" % group.sentinels[2][0],
+                          check["servers"][2]["detail"])
+            self.assertEqual(facts["quorum_ok"], 2, facts)
+            group.kill_sentinel(1)
+            # The one left counts the others out once they are down for down-after-milliseconds (1s).
+            wait_for(lambda: (group.ckquorum(0) or "").startswith("NOQUORUM"), timeout=15, interval=0.2,
+                     what="the sentinel left to see no quorum")
+            check, facts = self.sentinel_check()
+            self.assertEqual(check["verdict"], "fail", check)
+            self.assertIn("no failover possible", check["servers"][2]["detail"])
+            self.assertEqual((facts["answered"], facts["quorum_ok"], facts["no_quorum"]), (1, 0, 1), facts)
+        finally:
+            for k in (1, 2):
+                if group.sentinels[k][1].poll() is not None:
+                    group.restart_sentinel(k)
+            # The other tests fail this group over: every sentinel back, each seeing the quorum.
+            wait_for(lambda: all((group.ckquorum(k) or "").startswith("OK 3 ") for k in range(3)), timeout=30,
+                     interval=0.2, what="the sentinels back, each with the quorum")
 
     def test_mixed_members_in_one_list_and_repeated(self):
         plain = Server(self.workdir, 99).start()

@@ -49,6 +49,8 @@ class FakeNetwork final : public Network {
     std::optional<Duration> wall;
     // The waiters' queues (acquire.lua's sorted sets), by key, in arrival order.
     std::map<std::string, std::vector<std::string>> queues;
+    // Plain commands answered as given, by their words joined with spaces ("SENTINEL CKQUORUM m1").
+    std::map<std::string, Result> answers;
   };
 
   explicit FakeNetwork(std::size_t n, Duration timeout = std::chrono::milliseconds(100)) : timeout_(timeout) {
@@ -260,6 +262,11 @@ class FakeNetwork final : public Network {
     std::string name = request.script ? std::string(request.script->name) : request.argv[0];
     s.log.push_back(name);
     s.replicated.push_back(request.replicated);
+    if (!request.script) {
+      std::string words;
+      for (const auto& w : request.argv) words += (words.empty() ? "" : " ") + w;
+      if (auto it = s.answers.find(words); it != s.answers.end()) return it->second;
+    }
     const auto& a = request.argv;  // numkeys, keys…, args…
     auto ms = [](const std::string& text) { return std::chrono::milliseconds(std::stoll(text)); };
     if (name == "acquire") {

@@ -132,13 +132,17 @@ TEST_CASE("assess: with no server that answered, the other checks are unknown, n
     servers[i].error = "connect: Connection refused";
   }
   DoctorReport report = assess(servers, options());
-  REQUIRE(report.checks.size() == 13);
+  REQUIRE(report.checks.size() == 14);
   CHECK(report.checks[0].name == "reachable");
   CHECK(report.checks[0].verdict == Verdict::Fail);
   // How many servers are listed is known without an answer.
   CHECK(report.checks[1].name == "fault-tolerance");
   CHECK(report.checks[1].verdict == Verdict::Ok);
-  for (std::size_t i = 2; i < report.checks.size(); ++i) {
+  // Nor whether a Sentinel member is listed: the sentinels are asked apart from the servers.
+  CHECK(report.checks.back().name == "sentinel");
+  CHECK(report.checks.back().verdict == Verdict::Ok);
+  CHECK(report.checks.back().summary == "no Sentinel member");
+  for (std::size_t i = 2; i + 1 < report.checks.size(); ++i) {
     CAPTURE(report.checks[i].name);
     CHECK(report.checks[i].verdict == Verdict::Unknown);
     CHECK(report.checks[i].summary == "no server to ask (none answered, or none let us in)");
@@ -378,7 +382,7 @@ TEST_CASE("assess: the overall verdict is the worst check's; unknown alone leave
   DoctorReport fit = assess(servers, options());
   CHECK(fit.verdict == Verdict::Ok);
   CHECK_FALSE(fit.no_quorum);
-  CHECK(fit.checks.size() == 13);
+  CHECK(fit.checks.size() == 14);
 
   servers[0].appendfsync.reset();
   CHECK(assess(servers, options()).verdict == Verdict::Unknown);
@@ -543,4 +547,157 @@ TEST_CASE("master: a Sentinel group's master is meant to have replicas; one with
   CHECK(c.notes[0].text.find("without replicas") != std::string::npos);
   servers[1].replicas = 2;  // a standalone master with replicas still warns
   CHECK(check_master(servers).notes.size() == 2);
+}
+
+namespace {
+
+// What three seed sentinels that all answered OK, knowing one replica, say.
+SentinelFacts sound_sentinels() {
+  SentinelFacts s;
+  s.listed = 3;
+  s.answered = 3;
+  s.quorum_ok = 3;
+  s.replicas = 1;
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("sentinel: without Sentinel members the check is ok and says so") {
+  auto servers = healthy_servers(3);
+  Check c = check_sentinel(servers);
+  CHECK(c.verdict == Verdict::Ok);
+  CHECK(c.summary == "no Sentinel member");
+  CHECK(c.notes.empty());
+}
+
+TEST_CASE("sentinel: one note per member; silent seeds or no replica warn; no answer or no quorum fails") {
+  auto servers = healthy_servers(3);
+  for (std::size_t i : Ids{0, 1}) {
+    servers[i].sentinel_member = true;
+    servers[i].sentinels = sound_sentinels();
+  }
+  Check c = check_sentinel(servers);
+  CHECK(c.verdict == Verdict::Ok);
+  REQUIRE(c.notes.size() == 2);
+  CHECK(c.notes[0].verdict == Verdict::Ok);
+  CHECK(c.notes[0].text.rfind("3 of 3 sentinels answered; CKQUORUM OK", 0) == 0);
+  CHECK(c.notes[0].text.find("1 replica they could promote") != std::string::npos);
+  CHECK(c.summary.find("2 Sentinel members") != std::string::npos);
+  CHECK(c.advice.empty());
+
+  SUBCASE("a seed sentinel silent warns, and names it") {
+    auto& s = *servers[1].sentinels;
+    s.answered = 2;
+    s.quorum_ok = 2;
+    s.silent = {"127.0.0.1:26381: connect: Connection refused"};
+    c = check_sentinel(servers);
+    CHECK(c.verdict == Verdict::Warn);
+    CHECK(c.notes[0].verdict == Verdict::Ok);
+    CHECK(c.notes[1].verdict == Verdict::Warn);
+    CHECK(c.notes[1].text.find("2 of 3 sentinels answered (silent: 127.0.0.1:26381") == 0);
+    CHECK(c.summary == "1 of 2 Sentinel members short of sentinels or replicas");
+    CHECK_FALSE(c.advice.empty());
+  }
+  SUBCASE("no replica the sentinels could promote warns: a failover loses its locks") {
+    servers[0].sentinels->replicas = 0;
+    c = check_sentinel(servers);
+    CHECK(c.verdict == Verdict::Warn);
+    CHECK(c.notes[0].text.find("a failover loses its locks") != std::string::npos);
+  }
+  SUBCASE("no sentinel answering fails") {
+    auto& s = *servers[0].sentinels;
+    s.answered = s.quorum_ok = 0;
+    s.replicas.reset();
+    s.silent = {"a:1: connect: refused", "b:1: connect: refused", "c:1: timeout: no answer within 100ms"};
+    c = check_sentinel(servers);
+    CHECK(c.verdict == Verdict::Fail);
+    CHECK(c.notes[0].verdict == Verdict::Fail);
+    CHECK(c.notes[0].text.rfind("no sentinel of 3 answered (a:1: connect: refused;", 0) == 0);
+    CHECK(c.summary == "1 of 2 Sentinel members cannot be failed over");
+  }
+  SUBCASE("CKQUORUM's NOQUORUM from every sentinel that answered fails") {
+    auto& s = *servers[0].sentinels;
+    s.answered = 1;
+    s.quorum_ok = 0;
+    s.silent = {"a:1: connect: refused", "b:1: connect: refused"};
+    s.no_quorum = {"c:1: NOQUORUM 1 usable Sentinels. Not enough available Sentinels to reach the specified quorum"};
+    c = check_sentinel(servers);
+    CHECK(c.verdict == Verdict::Fail);
+    CHECK(c.notes[0].text.find("no failover possible: c:1: NOQUORUM") != std::string::npos);
+  }
+  SUBCASE("sentinels that disagree on the quorum warn") {
+    auto& s = *servers[0].sentinels;
+    s.quorum_ok = 2;
+    s.no_quorum = {"c:1: NOQUORUM 1 usable Sentinels."};
+    c = check_sentinel(servers);
+    CHECK(c.verdict == Verdict::Warn);
+    CHECK(c.notes[0].text.find("CKQUORUM OK from 2, not from c:1") != std::string::npos);
+  }
+  SUBCASE("CKQUORUM refused everywhere is unknown") {
+    auto& s = *servers[0].sentinels;
+    s.quorum_ok = 0;
+    s.refused = {"a:1: NOPERM", "b:1: NOPERM", "c:1: NOPERM"};
+    s.replicas.reset();
+    c = check_sentinel(servers);
+    CHECK(c.verdict == Verdict::Unknown);
+    CHECK(c.notes[0].text.find("replicas unknown") != std::string::npos);
+  }
+  SUBCASE("a member listed twice is noted once") {
+    servers[1].duplicate = true;
+    CHECK(check_sentinel(servers).notes.size() == 1);
+  }
+}
+
+TEST_CASE("run_doctor on the fake: every seed sentinel asked CKQUORUM and REPLICAS at once, within the timeout") {
+  FakeNetwork net(3);
+  FakeNetwork sentinels(3, 100ms);
+  // A replica the sentinels have seen replicating, as SENTINEL REPLICAS lists it.
+  const Reply replica =
+      Reply::array({Reply::string("flags"), Reply::string("slave"), Reply::string("role-reported"),
+                    Reply::string("slave"), Reply::string("master-host"), Reply::string("127.0.0.1")});
+  Result ok;
+  ok.reply = Reply::status("OK 3 usable Sentinels. Quorum and failover authorization can be reached");
+  Result replicas;
+  replicas.reply = Reply::array({replica});
+  Result no_quorum;
+  no_quorum.failure = Failure::Reply;
+  no_quorum.error = "NOQUORUM 1 usable Sentinels. Not enough available Sentinels to reach the specified quorum";
+  for (std::size_t k = 0; k < 3; ++k) {
+    // Sentinel 0 and 1 watch m0 (server 0) and m1 (server 1); sentinel 2 watches m1 only.
+    sentinels.servers[k].answers["SENTINEL CKQUORUM m0"] = ok;
+    sentinels.servers[k].answers["SENTINEL REPLICAS m0"] = replicas;
+    sentinels.servers[k].answers["SENTINEL CKQUORUM m1"] = k == 2 ? no_quorum : ok;
+    sentinels.servers[k].answers["SENTINEL REPLICAS m1"] = replicas;
+  }
+  sentinels.servers[1].frozen = true;
+  SentinelSeeds seeds{
+      sentinels,
+      {{"s0:26379", {{0, "m0"}, {1, "m1"}}}, {"s1:26379", {{0, "m0"}, {1, "m1"}}}, {"s2:26379", {{1, "m1"}}}}};
+  DoctorOptions o = options();
+  o.probe_key = doctor_probe_key("");
+  const TimePoint before = sentinels.now();
+  DoctorReport r = run_doctor(net, o, &seeds);
+  CHECK(sentinels.now() - before < 150ms);  // one timeout for the frozen sentinel, not one per question
+  for (std::size_t k : Ids{0, 2}) CHECK(sentinels.servers[k].log.size() == (k == 0 ? 4 : 2));
+  REQUIRE(r.servers[0].sentinels);
+  REQUIRE(r.servers[1].sentinels);
+  CHECK_FALSE(r.servers[2].sentinels);
+  const SentinelFacts& m0 = *r.servers[0].sentinels;
+  CHECK(m0.listed == 2);
+  CHECK(m0.answered == 1);
+  CHECK(m0.quorum_ok == 1);
+  REQUIRE(m0.silent.size() == 1);
+  CHECK(m0.silent[0].rfind("s1:26379: timeout", 0) == 0);
+  CHECK(m0.replicas == 1);
+  const SentinelFacts& m1 = *r.servers[1].sentinels;
+  CHECK(m1.listed == 3);
+  CHECK(m1.answered == 2);
+  CHECK(m1.quorum_ok == 1);
+  REQUIRE(m1.no_quorum.size() == 1);
+  CHECK(m1.no_quorum[0].rfind("s2:26379: NOQUORUM", 0) == 0);
+  const Check& c = r.checks.back();
+  CHECK(c.name == "sentinel");
+  CHECK(c.verdict == Verdict::Warn);
+  CHECK(c.notes.size() == 2);
 }

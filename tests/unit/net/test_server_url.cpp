@@ -287,6 +287,23 @@ TEST_CASE("server URLs: a Sentinel group is one member") {
     CHECK(*sentinel.password == "spw");
     CHECK_FALSE(sentinel.user);
   }
+  SUBCASE("sentinel+tls:// reaches the sentinels and the master over TLS") {
+    auto u = parse_server_url("sentinel+tls://pw@s1:1,s2:2/m");
+    CHECK(u.is_sentinel());
+    CHECK(u.sentinel_tls);
+    CHECK(u.uses_tls());
+    CHECK_FALSE(parse_server_url("sentinel://s1/m").uses_tls());
+    CHECK(u.redacted() == "sentinel+tls://***@s1:1,s2:2/m");
+    CHECK(u.without_password() == "sentinel+tls://s1:1,s2:2/m");
+    CHECK(parse_server_url(u.without_password()).sentinel_tls);
+    CHECK(u.master_at("10.0.0.5", 6380).scheme == ServerUrl::Scheme::Tls);
+    CHECK(u.sentinel(0).scheme == ServerUrl::Scheme::Tls);
+    // The same group whichever way it is reached: listed both ways, it is listed twice.
+    CHECK(u.address() == parse_server_url("sentinel://s2:2,s1:1/m").address());
+    CHECK(split_server_list("sentinel+tls://s1,s2/m,redis://c:3") ==
+          std::vector<std::string>{"sentinel+tls://s1,s2/m", "redis://c:3"});
+    check_refused_without_secret("sentinel+tls:/s1/m");
+  }
   SUBCASE("mistakes are configuration errors that never show the password") {
     for (const char* bad :
          {"sentinel://pw@s1", "sentinel://pw@s1/", "sentinel://pw@/m", "sentinel://pw@s1,/m", "sentinel://pw@s1:0/m",
