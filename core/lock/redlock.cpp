@@ -273,8 +273,9 @@ Request acquire_request(const LockSpec& spec, const std::string& owner) {
   // Both expiries in one argument, and a waiter's id and heartbeat: see acquire.lua.
   std::string ttls = ms_count(spec.ttl) + " " + ms_count(spec.fence_ttl);
   if (!spec.waiter.empty()) ttls += " " + spec.waiter + " " + ms_count(spec.heartbeat);
-  if (!spec.waiter.empty() && (spec.fair || spec.barge))
-    ttls += std::string(" ") + (spec.fair ? "f" : "") + (spec.barge ? "b" : "");
+  const std::string flags = std::string(spec.fair ? "f" : "") + (spec.barge ? "b" : "") +
+                            (spec.report_place || spec.max_queue > 0 ? "p" : "");
+  if (!spec.waiter.empty() && !flags.empty()) ttls += " " + flags;
   Request r = Request::eval(kAcquireScript, {k.lock, k.fence, k.owner}, {spec.token, ttls, owner, k.channel});
   r.replicated = true;
   return r;
@@ -831,7 +832,10 @@ class QueueTurn {
     std::vector<bool> fix(r.tickets.size(), false);
     std::size_t stored = 0;
     for (std::size_t i = 0; i < fix.size(); ++i) {
-      fix[i] = r.tickets[i] > 0 && r.tickets[i] != ticket_;
+      // A server outside fair mode answers no ticket (0): the waiter is queued there in arrival
+      // order, and is given its ticket there too, should that server turn fair.
+      const bool busy = i < r.servers.size() && r.servers[i].result == Answer::Busy;
+      fix[i] = (r.tickets[i] > 0 || busy) && r.tickets[i] != ticket_;
       if (r.tickets[i] == ticket_) ++stored;
     }
     if (std::none_of(fix.begin(), fix.end(), [](bool b) { return b; })) return;

@@ -109,6 +109,9 @@ struct LockSpec {
   bool barge = false;
   // --max-queue: a waiter gives up busy at once when this many are queued ahead (0: no limit).
   std::size_t max_queue = 0;
+  // A waiter told its place in line (-v): outside fair mode a join reads it only when asked, for
+  // this or for --max-queue (a plain join costs what it did before fairness).
+  bool report_place = false;
 };
 
 struct AcquireResult;
