@@ -163,8 +163,10 @@ struct AcquireResult {
   std::optional<std::int64_t> place;
   // The ticket the waiter keeps (see choose_ticket), once known.
   std::int64_t ticket = 0;
-  // --fair: taken by an attempt that skipped the queue's order (the hand-off degraded).
+  // --fair: taken by an attempt that skipped the queue's order (the hand-off degraded): a barging
+  // attempt (LockSpec::barge) granted somewhere ahead of another head (skipped_queue).
   bool barged = false;
+  bool skipped_queue = false;
   // --max-queue: given up at once, that many were queued ahead.
   bool queue_full = false;
   std::string message;  // why not, in words

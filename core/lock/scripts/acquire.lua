@@ -11,7 +11,8 @@
 -- taken, 2 already ours, 0 busy (then the counter is 0: a busy answer carries no fence; announces is
 -- 1 when the holder keeps an owner record, as redlock holders do: they announce their release; and
 -- the record itself follows, false when there is none, so a busy answer can say who holds the lock
--- (when taken, the sixth element is 1 when the waiter kept its place in the queue, see queue);
+-- (when taken, the sixth element is 1 when the waiter kept its place in the queue, see queue,
+-- and the seventh 1 when a barging waiter was granted it ahead of another head here);
 -- then 1 when the caller joined the queue of waiters, 0 when it did not, or could not: an ACL; then 1
 -- when readers of the shared mode hold, 0 otherwise; then 1 when the lock is free here but another
 -- waiter is the fair queue's head (the PTTL is then the head's heartbeat's), the caller's ticket
@@ -64,8 +65,13 @@ local function queue(join)
     -- Taken: the waiters next in line, who may have been named by the release, go back to sleep.
     -- In fair mode the waiter keeps its place until it knows it won on a quorum (it then leaves
     -- everywhere, see QueuePlace): a split vote must not send it to the back where it was taken
-    -- and leave the servers with different heads. Returns 1 when it kept its place.
-    if not marked then
+    -- and leave the servers with different heads. Returns 1 when it kept its place. A kept place
+    -- has its heartbeat refreshed here, as a busy answer's join refreshes it: the waiter counts
+    -- every attempt as a heartbeat, and one granted here at every try of a long split would
+    -- otherwise lapse and lose its place.
+    if marked then
+      redis.pcall('PEXPIRE', alive, heartbeat)
+    else
       redis.pcall('ZREM', waiters, waiter)
       redis.pcall('DEL', alive)
     end
@@ -119,9 +125,10 @@ end
 -- While a fair waiter's mark {KEY}:redlock:fair lives, the lock goes only to the queue's live head:
 -- the first waiter whose heartbeat lives (dead ones are dropped on the way). Returns the head's
 -- heartbeat PTTL when the head is another waiter, nil when the caller may take the lock. The
--- queue only ever refuses: every grant is still SET NX below.
+-- queue only ever refuses: every grant is still SET NX below. A barging waiter is not refused,
+-- but told whether it went ahead of another head (the hand-off degraded) or took its own turn.
 local function head_ahead()
-  if barge or not marked then
+  if not marked then
     return nil
   end
   local waiters = prefix .. 'waiters'
@@ -162,6 +169,10 @@ local function bump()
 end
 
 local ahead, head = head_ahead()
+local skipped = 0
+if ahead and barge then
+  ahead, head, skipped = nil, nil, 1
+end
 if not ahead and redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ttl) then
   if ARGV[3] ~= '' then
     redis.call('SET', KEYS[3], ARGV[3], 'PX', ttl)
@@ -170,7 +181,7 @@ if not ahead and redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ttl) then
     redis.call('PUBLISH', ARGV[4], 'acquired')
   end
   local kept = queue(false)
-  return {1, bump(), 0, 'string', 1, kept}
+  return {1, bump(), 0, 'string', 1, kept, skipped}
 end
 local kind = redis.call('TYPE', KEYS[1])['ok']
 local value = kind == 'string' and redis.call('GET', KEYS[1])
