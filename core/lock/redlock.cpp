@@ -275,7 +275,8 @@ Request acquire_request(const LockSpec& spec, const std::string& owner) {
   // Both expiries in one argument, and a waiter's id and heartbeat: see acquire.lua.
   std::string ttls = ms_count(spec.ttl) + " " + ms_count(spec.fence_ttl);
   if (!spec.waiter.empty()) ttls += " " + spec.waiter + " " + ms_count(spec.heartbeat);
-  const std::string flags = std::string(spec.fair ? "f" : "") + (spec.barge ? "b" : "") +
+  const bool barge = spec.barge || faults::enabled(faults::Fault::FairIgnoresQueue);
+  const std::string flags = std::string(spec.fair ? "f" : "") + (barge ? "b" : "") +
                             (spec.report_place || spec.max_queue > 0 ? "p" : "");
   if (!spec.waiter.empty() && !flags.empty()) ttls += " " + flags;
   Request r = Request::eval(kAcquireScript, {k.lock, k.fence, k.owner}, {spec.token, ttls, owner, k.channel});
