@@ -237,6 +237,7 @@ AcquirePlan plan_acquire(const AcquireOptions& o, const GlobalOptions& global) {
   if (wait) plan.wait.deadline = Clock::now() + duration_option(o.wait, "--wait", true);
   if (global.verbose >= 1) plan.wait.on_retry = no_quorum_report(global, o.name, plan.wait.deadline);
   if (global.verbose >= 1) report_place(plan.wait.on_retry, global, o.name);
+  plan.spec.report_place = global.verbose >= 1;
   plan_queue(plan, o);
   require_private_file(o.token_file, "--token-file");
   return plan;

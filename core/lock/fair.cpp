@@ -29,8 +29,17 @@ bool HandOffWatch::observe(TimePoint now, bool held_up_by_queue, const std::vect
     barging_ = false;
     return false;
   }
-  if (!held_since_ || heads != heads_) held_since_ = now;
-  heads_ = heads;
+  // A head not seen in this hold-up is another hand-off (the queue moved on); fewer heads are the
+  // same one (a server held for a moment by a split vote names none).
+  const bool other = std::any_of(heads.begin(), heads.end(),
+                                 [&](const std::string& h) { return std::find(heads_.begin(), heads_.end(), h) == heads_.end(); });
+  if (!held_since_ || other) {
+    held_since_ = now;
+    heads_.clear();
+  }
+  for (const auto& h : heads) {
+    if (std::find(heads_.begin(), heads_.end(), h) == heads_.end()) heads_.push_back(h);
+  }
   barging_ = now - *held_since_ >= heartbeat_;
   return barging_;
 }

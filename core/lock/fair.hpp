@@ -30,8 +30,9 @@ std::optional<std::int64_t> queue_place(std::vector<std::int64_t> places);
 // When a waiter skips the queue's order: once it has been held up by the queues alone (the lock
 // free on a quorum, another waiter at the head) by the same heads, without a break, for one
 // heartbeat TTL. The heads then disagree between servers, or the head does not take its turn; the
-// unfair path settles that hand-off. An attempt that finds a holder, or other heads (the queue
-// moved on: another hand-off), begins the count anew.
+// unfair path settles that hand-off. An attempt that finds a holder, or a head not named before in
+// this hold-up (the queue moved on: another hand-off), begins the count anew; one that names
+// fewer heads (a server held for a moment by a split vote) does not.
 class HandOffWatch {
  public:
   explicit HandOffWatch(Duration heartbeat) : heartbeat_(heartbeat) {}

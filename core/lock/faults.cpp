@@ -7,7 +7,7 @@ namespace redlock::faults {
 #ifdef REDLOCK_FAULTS
 namespace {
 
-constexpr std::array<std::pair<Fault, std::string_view>, 7> kNames{{
+constexpr std::array<std::pair<Fault, std::string_view>, 8> kNames{{
     {Fault::ReleaseAny, "release-any"},
     {Fault::NoValidity, "no-validity"},
     {Fault::HalfQuorum, "half-quorum"},
@@ -15,6 +15,7 @@ constexpr std::array<std::pair<Fault, std::string_view>, 7> kNames{{
     {Fault::SemaphoreExtraSlot, "semaphore-extra-slot"},
     {Fault::SemaphoreMajority, "semaphore-majority"},
     {Fault::SharedIgnoresWriter, "shared-ignores-writer"},
+    {Fault::FairIgnoresQueue, "fair-ignores-queue"},
 }};
 
 std::array<bool, kNames.size()> g_on{};

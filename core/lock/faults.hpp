@@ -13,6 +13,8 @@
 //                 while it has fewer than K of its own, and a simple majority admitting is "held"
 //   shared-ignores-writer  a reader's scripts are given another key than the lock: readers never
 //                 see a writer, and writers never see the readers' marker
+//   fair-ignores-queue  every attempt skips the fair queue's order (as a degraded hand-off does)
+//                 and still reports the hand-off fair: newcomers take a free lock ahead of the queue
 // Only faults.cpp differs between the two binaries: in the real one, choose() does nothing and
 // enabled() is always false, whatever the environment says.
 #pragma once
@@ -22,7 +24,7 @@
 namespace redlock::faults {
 
 enum class Fault { ReleaseAny, NoValidity, HalfQuorum, InheritAnyToken, SemaphoreExtraSlot, SemaphoreMajority,
-                   SharedIgnoresWriter };
+                   SharedIgnoresWriter, FairIgnoresQueue };
 
 // The faults named in NAMES (comma-separated; unknown names are ignored) are on from now on.
 void choose(std::string_view names);

@@ -66,6 +66,7 @@ struct Vote {
   std::int64_t place = -1;            // busy and queued: how many are queued ahead there
   std::string head;                   // behind_queue: the head's id
   bool kept_place = false;            // taken, in fair mode: the waiter is still queued there
+  bool skipped_head = false;          // taken by a barging waiter ahead of another head there
   bool fair_mode = false;             // busy: the queue there is in fair mode
   ServerReport report;
 };
@@ -104,6 +105,7 @@ Vote read_vote(const Network& network, std::size_t server, const std::optional<R
   if (*state == 1 || *state == 2) {
     v.kind = Vote::Kind::Yes;
     v.kept_place = reply.elements.size() > 5 && reply.elements[5].as_integer().value_or(0) == 1;
+    v.skipped_head = reply.elements.size() > 6 && reply.elements[6].as_integer().value_or(0) == 1;
     v.report = answer_report(network, server, *r, *state == 1 ? Answer::Locked : Answer::Reacquired, true);
   } else {
     v.kind = Vote::Kind::No;
@@ -277,8 +279,10 @@ Request acquire_request(const LockSpec& spec, const std::string& owner) {
   // Both expiries in one argument, and a waiter's id and heartbeat: see acquire.lua.
   std::string ttls = ms_count(spec.ttl) + " " + ms_count(spec.fence_ttl);
   if (!spec.waiter.empty()) ttls += " " + spec.waiter + " " + ms_count(spec.heartbeat);
-  if (!spec.waiter.empty() && (spec.fair || spec.barge))
-    ttls += std::string(" ") + (spec.fair ? "f" : "") + (spec.barge ? "b" : "");
+  const bool barge = spec.barge || faults::enabled(faults::Fault::FairIgnoresQueue);
+  const std::string flags = std::string(spec.fair ? "f" : "") + (barge ? "b" : "") +
+                            (spec.report_place || spec.max_queue > 0 ? "p" : "");
+  if (!spec.waiter.empty() && !flags.empty()) ttls += " " + flags;
   Request r = Request::eval(kAcquireScript, {k.lock, k.fence, k.owner}, {spec.token, ttls, owner, k.channel});
   r.replicated = true;
   return r;
@@ -647,6 +651,7 @@ Redlock::Votes Redlock::read_votes(const Round& round, AcquireResult& res) const
       votes.holds[i] = true;
       ++votes.free_now;
       votes.counters.push_back(v.counter);
+      res.skipped_queue = res.skipped_queue || v.skipped_head;
     } else if (v.kind == Vote::Kind::No) {
       if (v.pttl == -2) ++votes.free_now;
       votes.busy_pttl.push_back(v.pttl);
@@ -804,7 +809,9 @@ class QueueTurn {
 
   // After the attempt R, made with SPEC; sets SPEC's next attempt's way (fair or not).
   void after(AcquireResult& r, LockSpec& spec) {
-    r.barged = spec.barge;
+    // Degraded only when a grant went ahead of another head: a barging waiter that was the head
+    // where it was granted (the queues agree again) took its own turn.
+    r.barged = spec.barge && r.skipped_queue;
     if (r.outcome != AcquireOutcome::Busy) return;
     if (first_ && spec.max_queue > 0 && r.place && *r.place >= static_cast<std::int64_t>(spec.max_queue)) {
       r.queue_full = true;
@@ -835,7 +842,10 @@ class QueueTurn {
     std::vector<bool> fix(r.tickets.size(), false);
     std::size_t stored = 0;
     for (std::size_t i = 0; i < fix.size(); ++i) {
-      fix[i] = r.tickets[i] > 0 && r.tickets[i] != ticket_;
+      // A server outside fair mode answers no ticket (0): the waiter is queued there in arrival
+      // order, and is given its ticket there too, should that server turn fair.
+      const bool busy = i < r.servers.size() && r.servers[i].result == Answer::Busy;
+      fix[i] = (r.tickets[i] > 0 || busy) && r.tickets[i] != ticket_;
       if (r.tickets[i] == ticket_) ++stored;
     }
     if (std::none_of(fix.begin(), fix.end(), [](bool b) { return b; })) return;

@@ -109,6 +109,9 @@ struct LockSpec {
   bool barge = false;
   // --max-queue: a waiter gives up busy at once when this many are queued ahead (0: no limit).
   std::size_t max_queue = 0;
+  // A waiter told its place in line (-v): outside fair mode a join reads it only when asked, for
+  // this or for --max-queue (a plain join costs what it did before fairness).
+  bool report_place = false;
 };
 
 struct AcquireResult;
@@ -160,8 +163,10 @@ struct AcquireResult {
   std::optional<std::int64_t> place;
   // The ticket the waiter keeps (see choose_ticket), once known.
   std::int64_t ticket = 0;
-  // --fair: taken by an attempt that skipped the queue's order (the hand-off degraded).
+  // --fair: taken by an attempt that skipped the queue's order (the hand-off degraded): a barging
+  // attempt (LockSpec::barge) granted somewhere ahead of another head (skipped_queue).
   bool barged = false;
+  bool skipped_queue = false;
   // --max-queue: given up at once, that many were queued ahead.
   bool queue_full = false;
   std::string message;  // why not, in words

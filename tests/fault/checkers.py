@@ -227,6 +227,20 @@ def outlived_validity(hs, losses, ttl_ns, drift=0.01, fixed_ns=2_000_000):
     return bad
 
 
+def order_inversions(hs, slack_ns):
+    """--fair: fair waiters served out of their order of arrival. X began its attempt more than
+    SLACK_NS (the time its join may take) before Y began its own, was still waiting when Y entered,
+    and Y's hand-off was reported "fair" (a degraded one went the unfair way, and says so). Only
+    holds whose report has "fairness" (waiters that asked for --fair) are judged. Returns [(X, Y)]."""
+    fair = sorted((h for h in hs if h.attempt is not None and h.report.get("fairness")), key=lambda h: h.attempt)
+    out = []
+    for i, x in enumerate(fair):
+        for y in fair[i + 1:]:
+            if y.attempt - x.attempt > slack_ns and y.start < x.start and y.report.get("fairness") == "fair":
+                out.append((x, y))
+    return out
+
+
 def percentile(values, p):
     """The P-th percentile (nearest rank) of VALUES, None when empty."""
     vals = sorted(v for v in values if v is not None)

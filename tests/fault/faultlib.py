@@ -599,7 +599,8 @@ def summarize(env, name, exclude=(), acceptable_codes=(0, 75, 79, 69), expect_cy
 
 
 # Counts some scenarios add (loaded-host: its exits 69), summed over a soak's rounds, and what they came from.
-EXTRA_COUNTS = ("exit_69_workers", "extra_cycles", "extra_exit_69", "extra_other_failures")
+EXTRA_COUNTS = ("exit_69_workers", "extra_cycles", "extra_exit_69", "extra_other_failures", "order_inversions",
+                "fair_handoffs", "degraded_handoffs")
 EXTRA_FIGURES = ("burners", "extra_clients") + EXTRA_COUNTS
 
 

@@ -311,12 +311,21 @@ def fair_workers(env):
         env.add_worker(mode="run", hold_ms=(10, 60))
 
 
+# A fair waiter's attempt begins before its process has even started: a waiter that began this much
+# later than another may still have joined the queue first.
+ARRIVAL_SLACK_S = 0.5
+
+
 def fair_summary(env, name):
     """The mutex's criteria (no overlap, no lost update, fences increasing), lock cycles under the
-    faults, and how many of the fair waiters' hand-offs degraded (reported, not judged: a server
-    paused or restarted empty may leave the queues' heads apart for a heartbeat)."""
+    faults, no fair waiter served before one that arrived earlier in a hand-off reported fair, and
+    how many of the fair waiters' hand-offs degraded (reported, not judged: a server paused or
+    restarted empty may leave the queues' heads apart for a heartbeat)."""
     s = summarize(env, name, expect_cycles=5, heal_bound_s=ttl_s(env) + 3)
     check_progress_under_faults(s)
+    inversions = checkers.order_inversions(s.holds, int(ARRIVAL_SLACK_S * 1e9))
+    s["order_inversions"] = len(inversions)
+    s.check(not inversions, "%d fair hand-offs out of arrival order, e.g. %s" % (len(inversions), inversions[:2]))
     fair = [e["report"].get("fairness") for e in env.history()
             if e.get("ev") == "done" and e.get("code") == 0 and (e.get("report") or {}).get("fairness")]
     s["fair_handoffs"] = sum(1 for f in fair if f == "fair")

@@ -47,7 +47,8 @@ CONTROLS = [("control:release-any", "stale-token", "release-any"),
             ("control:semaphore-extra-slot", "semaphore", "semaphore-extra-slot"),
             ("control:semaphore-majority", "semaphore-cuts", "semaphore-majority"),
             ("control:shared-ignores-writer", "shared", "shared-ignores-writer"),
-            ("control:sentinel-unconfirmed", "sentinel-forgets-unconfirmed", None)]
+            ("control:sentinel-unconfirmed", "sentinel-forgets-unconfirmed", None),
+            ("control:fair-ignores-queue", "fair", "fair-ignores-queue")]
 
 COLUMNS = [("scenario", "scenario", "%-28s"), ("rounds", "rounds", "%6s"), ("seconds", "seconds", "%8s"),
            ("cycles", "lock cycles", "%11s"), ("overlaps", "overlaps", "%8s"), ("lost_updates", "lost updates", "%12s"),

@@ -111,6 +111,22 @@ class Liveness(unittest.TestCase):
         self.assertEqual(checkers.starved(hs, range(3), 0, 1000), [1, 2])
         self.assertEqual(checkers.starved(hs, range(3), 0, 10000), [1])
 
+    def test_fair_waiters_served_out_of_arrival_order(self):
+        def fair(w, n, attempt, start, fairness="fair"):
+            ev = cycle(w, n, start, start + 10, n)
+            ev[0]["t"] = attempt
+            ev[-1]["report"]["fairness"] = fairness
+            return ev
+        # 0 arrives first but 1, arriving 500 later, is served first: one inversion.
+        hs = checkers.holds(history(fair(0, 1, 0, 2000), fair(1, 1, 500, 1000)))
+        self.assertEqual([(x.w, y.w) for x, y in checkers.order_inversions(hs, 100)], [(0, 1)])
+        # Within the slack (the join may take that long): not judged.
+        self.assertEqual(checkers.order_inversions(hs, 600), [])
+        # In order, a degraded hand-off, and a plain waiter (no fairness reported): none.
+        ok = history(fair(0, 1, 0, 1000), fair(1, 1, 500, 2000), fair(2, 1, 600, 1500, "degraded"),
+                     cycle(3, 1, 1200, 1300, 9))
+        self.assertEqual(checkers.order_inversions(checkers.holds(ok), 100), [])
+
     def test_waits_past_their_limit(self):
         dones = [{"ev": "done", "w": 0, "n": 1, "report": {"wait_ms": 11000}},
                  {"ev": "done", "w": 0, "n": 2, "report": {"wait_ms": 31905.6}},

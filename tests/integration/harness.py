@@ -680,6 +680,15 @@ def wait_for(predicate, timeout=10.0, interval=0.01, what="condition"):
     raise AssertionError("timed out after %.1fs waiting for %s" % (timeout, what))
 
 
+def shortest_queue(cluster, key):
+    """The fewest members KEY (a sorted set: a lock's waiters) has on any server of CLUSTER."""
+    counts = []
+    for s in cluster.servers:
+        with s.client() as c:
+            counts.append(c.call("ZCARD", key))
+    return min(counts)
+
+
 def script_calls(client):
     """How many times the server ran a script (EVALSHA and EVAL) since its last CONFIG RESETSTAT."""
     calls = 0

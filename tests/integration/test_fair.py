@@ -31,10 +31,11 @@ class Fair(ClusterTest):
         self.assertEqual(len(token), 32)
         return token
 
-    def waiter(self, log, name, *extra, command=None, verbose=False):
-        """A fair `run` that appends NAME and the time it ran to LOG."""
+    def waiter(self, log, name, *extra, command=None, verbose=False, fair=True):
+        """A fair `run` (plain with FAIR false) that appends NAME and the time it ran to LOG."""
         cmd = command or "echo %s $(date +%%s.%%N) >> %s" % (name, log)
-        p = spawn(["-v"] * verbose + ["run", "-w", "25s", "--fair", "--owner", name] + list(extra) + ["job", "-c", cmd],
+        p = spawn(["-v"] * verbose + ["run", "-w", "25s"] + ["--fair"] * fair + ["--owner", name] + list(extra) +
+                  ["job", "-c", cmd],
                   servers=self.cluster, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         self.addCleanup(lambda: (p.poll() is None and p.kill(), p.wait(), p.stderr.close()))
         return p
@@ -96,6 +97,34 @@ class Fair(ClusterTest):
             self.assertEqual([name for name, _ in self.runs(log)], names)
         finally:
             frozen.thaw()
+
+    def tickets(self):
+        """Whether each server has a ticket counter."""
+        out = []
+        for s in self.cluster.servers:
+            with s.client() as c:
+                out.append(c.call("EXISTS", "{job}:redlock:ticket"))
+        return out
+
+    def test_plain_waiters_draw_tickets_only_behind_a_fair_queue(self):
+        # Without a fair queue a plain waiter queues in arrival order and draws no ticket; once a
+        # fair waiter queued, a plain one draws a ticket too and is served in its turn.
+        log = os.path.join(self.scratch_dir(), "order")
+        token = self.hold()
+        plain = self.waiter(log, "plain", fair=False, verbose=True)
+        wait_for(lambda: self.queued() >= 1, timeout=10, what="plain to queue")
+        self.assertEqual(self.tickets(), [0] * self.N)
+        fair = self.waiter(log, "fair")
+        wait_for(lambda: self.queued() >= 2, timeout=10, what="fair to queue")
+        late = self.waiter(log, "late", fair=False)
+        wait_for(lambda: self.queued() >= 3, timeout=10, what="late to queue")
+        self.assertEqual(self.tickets(), [1] * self.N)
+        j = self.rl("--json", "status", "job").json()
+        self.assertEqual([q["owner"] for q in j["queue"]], ["plain", "fair", "late"], j)
+        self.assertEqual(self.rl("release", "--token", token, "job").code, 0)
+        self.finish([plain, fair, late])
+        self.assertEqual([name for name, _ in self.runs(log)], ["plain", "fair", "late"])
+        self.assertIn("waiting, position 0 in the queue", plain.stderr.read().decode())
 
     def test_max_queue_gives_up_at_once_when_that_many_wait(self):
         log = os.path.join(self.scratch_dir(), "order")

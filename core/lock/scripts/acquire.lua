@@ -3,20 +3,22 @@
 -- same step (see bump), so a quorum of equal answers is a fence already stored on a quorum.
 -- ARGV[2] is "TTL FENCE_TTL[ WAITER HEARTBEAT[ FLAGS]]": the lock's expiry and the fencing counter's
 -- (ms), which every bump sets anew, and for a caller that waits, its waiter id and heartbeat (ms)
--- and its flags (fair, barge: see head_ahead); one
--- argument, since a server that asks for a password answers a request of more than
--- ten words from a client that has not given one with a protocol error instead of NOAUTH.
+-- and its flags (fair, barge, place: see below); one argument, since a server that asks for a
+-- password answers a request of more than ten words from a client that has not given one with a
+-- protocol error instead of NOAUTH.
 -- KEYS[3] is the owner record (ARGV[3], '' for none), ARGV[4] the wake-up channel ('' for none).
 -- Returns {state, fencing counter, holder's PTTL, type, announces[, holder's owner record]}: state 1
 -- taken, 2 already ours, 0 busy (then the counter is 0: a busy answer carries no fence; announces is
 -- 1 when the holder keeps an owner record, as redlock holders do: they announce their release; and
 -- the record itself follows, false when there is none, so a busy answer can say who holds the lock
--- (when taken, the sixth element is 1 when the waiter kept its place in the queue, see queue);
+-- (when taken, the sixth element is 1 when the waiter kept its place in the queue, see queue,
+-- and the seventh 1 when a barging waiter was granted it ahead of another head here);
 -- then 1 when the caller joined the queue of waiters, 0 when it did not, or could not: an ACL; then 1
 -- when readers of the shared mode hold, 0 otherwise; then 1 when the lock is free here but another
 -- waiter is the fair queue's head (the PTTL is then the head's heartbeat's), the caller's ticket
--- (0 when it did not join), how many are queued ahead of it (-1 when unknown), when the queue
--- refused, the head's id, and 1 when the queue is in fair mode here (a fair waiter's mark lives)).
+-- (0 when it did not join, or joined outside fair mode), how many are queued ahead of it (-1 when
+-- unknown or not asked for), when the queue refused, the head's id, and 1 when the queue is in
+-- fair mode here (a fair waiter's mark lives)).
 -- A waiter joins the lock's queue when it finds the lock busy and leaves it when it takes the lock
 -- (see queue below); the queue only decides whom a release wakes, never who may take the lock.
 -- While readers of the shared mode hold, KEYS[1] holds their marker 'redlock:shared': the answer is
@@ -33,10 +35,14 @@ end
 local ttl, fence_ttl, rest = string.match(ARGV[2], '^(%d+) (%d+)(.*)$')
 local waiter, heartbeat, flags = string.match(rest, '^ (%x+) (%d+) ?(%a*)$')
 -- FLAGS: 'f' a fair waiter (it turns the queue's order on, see head_ahead), 'b' a waiter that
--- skips the queue's order for this hand-off (the queues' heads disagreed for a heartbeat TTL).
+-- skips the queue's order for this hand-off (the queues' heads disagreed for a heartbeat TTL),
+-- 'p' a waiter that reads its place in line (-v, --max-queue) outside fair mode too.
 local fair = flags and string.find(flags, 'f', 1, true) ~= nil
 local barge = flags and string.find(flags, 'b', 1, true) ~= nil
+local wants_place = flags and string.find(flags, 'p', 1, true) ~= nil
 local prefix = ARGV[4] ~= '' and string.sub(ARGV[4], 1, -5)
+-- Fair mode here: a fair waiter's mark {KEY}:redlock:fair lives, read once per call.
+local marked = prefix and redis.pcall('EXISTS', prefix .. 'fair') == 1
 
 -- The queue is {KEY}:redlock:waiters beside the channel {KEY}:redlock:wake (a sorted set of waiter
 -- ids, scored in arrival order on this server), and each waiter's heartbeat is
@@ -44,9 +50,12 @@ local prefix = ARGV[4] ~= '' and string.sub(ARGV[4], 1, -5)
 -- its own, {KEY}:redlock:wake:ID, where releases name it when its turn comes. Its commands go through
 -- pcall: an ACL written before the queue existed refuses them, and the lock works as before
 -- (every release then wakes every waiter).
--- Joining takes a ticket: the score, {KEY}:redlock:ticket raised by one and never below the last
--- score queued here; a waiter already queued keeps its own. Returns {joined, ticket, place}: place
--- is how many are queued ahead (dead ones not yet dropped included).
+-- In fair mode here (the mark lives, or the caller is fair and sets it), joining takes a ticket:
+-- the score, {KEY}:redlock:ticket raised by one and never below the last score queued here; a
+-- waiter already queued keeps its own. Outside it the score is the last one plus one, as arrival
+-- order here, and no ticket is drawn: the order only says whom a release names. Returns {joined,
+-- ticket (0 outside fair mode), place}: place is how many are queued ahead (dead ones not yet
+-- dropped included), -1 when not asked for outside fair mode.
 local function queue(join)
   if not waiter or not prefix then
     return join and {0, 0, -1} or 0
@@ -56,9 +65,13 @@ local function queue(join)
     -- Taken: the waiters next in line, who may have been named by the release, go back to sleep.
     -- In fair mode the waiter keeps its place until it knows it won on a quorum (it then leaves
     -- everywhere, see QueuePlace): a split vote must not send it to the back where it was taken
-    -- and leave the servers with different heads. Returns 1 when it kept its place.
-    local fair_mode = redis.pcall('EXISTS', prefix .. 'fair') == 1
-    if not fair_mode then
+    -- and leave the servers with different heads. Returns 1 when it kept its place. A kept place
+    -- has its heartbeat refreshed here, as a busy answer's join refreshes it: the waiter counts
+    -- every attempt as a heartbeat, and one granted here at every try of a long split would
+    -- otherwise lapse and lose its place.
+    if marked then
+      redis.pcall('PEXPIRE', alive, heartbeat)
+    else
       redis.pcall('ZREM', waiters, waiter)
       redis.pcall('DEL', alive)
     end
@@ -72,11 +85,15 @@ local function queue(join)
         end
       end
     end
-    return fair_mode and 1 or 0
+    return marked and 1 or 0
   end
   local last = redis.pcall('ZRANGE', waiters, -1, -1, 'WITHSCORES')
-  local score = tonumber(redis.pcall('ZSCORE', waiters, waiter))
-  if not score then
+  local fair_mode = fair or marked
+  local score = fair_mode and tonumber(redis.pcall('ZSCORE', waiters, waiter))
+  if not fair_mode then
+    -- ZADD NX below keeps the score of a waiter already queued here.
+    score = type(last) == 'table' and last[2] and tonumber(last[2]) + 1 or 1
+  elseif not score then
     local ticket = redis.pcall('INCR', prefix .. 'ticket')
     score = type(ticket) == 'number' and ticket or 1
     if type(last) == 'table' and last[2] and tonumber(last[2]) >= score then
@@ -86,7 +103,7 @@ local function queue(join)
     redis.pcall('PEXPIRE', prefix .. 'ticket', fence_ttl)
   end
   if fair then
-    redis.pcall('SET', prefix .. 'fair', '1', 'PX', heartbeat)
+    marked = not redis.pcall('SET', prefix .. 'fair', '1', 'PX', heartbeat).err or marked
   end
   -- The heartbeat holds the waiter's --owner, which status shows.
   local owner = string.match(ARGV[3], '^%S+ (.*)$') or '1'
@@ -101,16 +118,17 @@ local function queue(join)
       return {0, 0, -1}
     end
   end
-  local place = redis.pcall('ZRANK', waiters, waiter)
-  return {1, score, type(place) == 'number' and place or -1}
+  local place = (fair_mode or wants_place) and redis.pcall('ZRANK', waiters, waiter)
+  return {1, fair_mode and score or 0, type(place) == 'number' and place or -1}
 end
 
 -- While a fair waiter's mark {KEY}:redlock:fair lives, the lock goes only to the queue's live head:
 -- the first waiter whose heartbeat lives (dead ones are dropped on the way). Returns the head's
 -- heartbeat PTTL when the head is another waiter, nil when the caller may take the lock. The
--- queue only ever refuses: every grant is still SET NX below.
+-- queue only ever refuses: every grant is still SET NX below. A barging waiter is not refused,
+-- but told whether it went ahead of another head (the hand-off degraded) or took its own turn.
 local function head_ahead()
-  if barge or not prefix or redis.pcall('EXISTS', prefix .. 'fair') ~= 1 then
+  if not marked then
     return nil
   end
   local waiters = prefix .. 'waiters'
@@ -151,6 +169,10 @@ local function bump()
 end
 
 local ahead, head = head_ahead()
+local skipped = 0
+if ahead and barge then
+  ahead, head, skipped = nil, nil, 1
+end
 if not ahead and redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ttl) then
   if ARGV[3] ~= '' then
     redis.call('SET', KEYS[3], ARGV[3], 'PX', ttl)
@@ -159,7 +181,7 @@ if not ahead and redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ttl) then
     redis.call('PUBLISH', ARGV[4], 'acquired')
   end
   local kept = queue(false)
-  return {1, bump(), 0, 'string', 1, kept}
+  return {1, bump(), 0, 'string', 1, kept, skipped}
 end
 local kind = redis.call('TYPE', KEYS[1])['ok']
 local value = kind == 'string' and redis.call('GET', KEYS[1])
@@ -184,7 +206,7 @@ if record_kind == 'string' then
   record = redis.call('GET', KEYS[3])
 end
 local joined = queue(true)
-local fair_mode = prefix and redis.pcall('EXISTS', prefix .. 'fair') == 1 and 1 or 0
+local fair_mode = marked and 1 or 0
 if ahead and kind == 'none' then
   -- Free, but another waiter's turn: busy until it takes the lock, or until its heartbeat lapses.
   return {0, 0, ahead, kind, 1, false, joined[1], 0, 1, joined[2], joined[3], head, fair_mode}

@@ -57,6 +57,20 @@ TEST_CASE("HandOffWatch: skip the queue's order after one heartbeat held up by q
   }
 }
 
+TEST_CASE("HandOffWatch: fewer heads are the same hand-off (a server held for a moment by a split vote)") {
+  HandOffWatch watch(3s);
+  const TimePoint t0{};
+  CHECK_FALSE(watch.observe(t0, true, {"aa", "bb"}));
+  CHECK_FALSE(watch.observe(t0 + 1s, true, {"bb"}));
+  CHECK_FALSE(watch.observe(t0 + 2s, true, {"aa"}));
+  CHECK(watch.observe(t0 + 3s, true, {"aa", "bb"}));
+  SUBCASE("a head not named before in this hold-up begins the count anew") {
+    CHECK_FALSE(watch.observe(t0 + 4s, true, {"aa", "cc"}));
+    CHECK_FALSE(watch.observe(t0 + 6s, true, {"cc"}));
+    CHECK(watch.observe(t0 + 7s, true, {"cc"}));
+  }
+}
+
 TEST_CASE("HandOffWatch: other heads are another hand-off, and the count begins anew") {
   HandOffWatch watch(3s);
   const TimePoint t0{};
