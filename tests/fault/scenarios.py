@@ -440,6 +440,15 @@ def wait_new_holder(env, among, timeout=20.0):
         time.sleep(0.02)
 
 
+def wait_no_holder(env, among, timeout=25.0):
+    """Until no worker of AMONG is inside (bounded by TIMEOUT)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and not env.stopping.is_set():
+        if not any(w in among for w in env.inside()):
+            return
+        time.sleep(0.02)
+
+
 def forgetting(proxy, groups, long_holders):
     """A member forgets: the plain server cut off behind its PROXY (so a holder has exactly a quorum,
     the two groups; a cut, not a freeze, so that no late SET lands there), one group's replica
@@ -457,6 +466,7 @@ def forgetting(proxy, groups, long_holders):
                 continue  # the old masters still turning replicas (a sentinel in TILT on a busy host)
             old = g.master_port()
             replica = next(x for x in g.servers if x.port != old)
+            wait_no_holder(env, among=long_holders)  # so that the next one enters during the fault
             proxy.cut()
             replica.freeze()
             with g.server_at(old).client() as c:
@@ -487,6 +497,10 @@ def sentinel_forgets_with(ctx, name, member_wait, hold_ms=(7000, 9000)):
         for _ in range(2):
             env.add_worker(mode="run", ttl="2s", hold_ms=(10, 40), wait="30s", servers=spec, timeout="500ms",
                            env_extra=extra)
+        # A contender that tries every 200 ms, as a cron job would: the waiters above sleep while a
+        # holder that announces its release is inside, so only it tries right after a member forgot.
+        env.add_worker(mode="run", ttl="2s", hold_ms=(10, 40), wait=None, run_args=["-n"], servers=spec,
+                       timeout="500ms", env_extra=extra, wrapper=("sh", "-c", 'sleep 0.2; exec "$@"', "poll"))
         env.run(ctx.seconds, forgetting(env.proxies[0], groups, long_holders=range(3)))
         # Nobody gets in while a member forgets (the plain server cut, one group unable to confirm):
         # a 30 s round is mostly fault windows.
@@ -511,7 +525,7 @@ def sentinel_forgets_unconfirmed(ctx):
     holder of exactly the two groups loses one when it forgets, and a contender gets in beside it.
     Must be caught (an overlap). Its long holders hold longer than the real class's, so that one
     that got in unconfirmed is still inside when the failover (seconds on a busy host) is over."""
-    return sentinel_forgets_with(ctx, "sentinel-forgets-unconfirmed", "0", hold_ms=(15000, 18000))
+    return sentinel_forgets_with(ctx, "sentinel-forgets-unconfirmed", "0", hold_ms=(12000, 14000))
 
 
 # ---------------------------------------------------------------------------------------------
