@@ -250,13 +250,14 @@ bool unsure_whether_run(Failure f) {
 
 // The set-if-greater of FENCE, with the script's body: its answer is not always waited for, and a
 // NOSCRIPT that nobody reads (a server restarted empty, the likeliest to lag behind) would leave
-// that server's counter behind for the next holder. The script is a few hundred bytes. A vote of
-// the max-register: on a Sentinel or Cluster member it counts once WAIT confirms a replica has it,
-// since a failover to a replica without it would hand the next holder a lower fence.
-Request fence_request(const LockSpec& spec, const std::string& fence) {
+// that server's counter behind for the next holder. The script is a few hundred bytes. A VOTE of
+// the max-register (a fence stored on a quorum) counts on a Sentinel or Cluster member once WAIT
+// confirms a replica has it, since a failover to a replica without it would hand the next holder a
+// lower fence; a catch-up nobody counts on waits for no replica.
+Request fence_request(const LockSpec& spec, const std::string& fence, bool vote) {
   Request r = Request::eval(kFenceScript, {spec.keys.fence}, {fence, ms_count(spec.fence_ttl)});
   r.with_body = true;
-  r.replicated = true;
+  r.replicated = vote;
   return r;
 }
 
@@ -478,7 +479,7 @@ void Redlock::spread_fence(const LockSpec& spec, std::int64_t fence,
     }
   }
   const std::string fence_text = std::to_string(fence);
-  Round(network_, to, [&](std::size_t) { return fence_request(spec, fence_text); }).abandon();
+  Round(network_, to, [&](std::size_t) { return fence_request(spec, fence_text, false); }).abandon();
 }
 
 std::optional<std::int64_t> Redlock::write_fence(const LockSpec& spec, std::int64_t fence, TimePoint valid_until,
@@ -486,7 +487,7 @@ std::optional<std::int64_t> Redlock::write_fence(const LockSpec& spec, std::int6
   // The counters disagree (a server lost its data, or split attempts raised some): the highest is
   // above every earlier fence; store it on a quorum with a set-if-greater (a majority max-register).
   const std::string fence_text = std::to_string(fence);
-  Round fencing(network_, [&](std::size_t) { return fence_request(spec, fence_text); });
+  Round fencing(network_, [&](std::size_t) { return fence_request(spec, fence_text, true); });
   auto confirms = [fence](const Result& r) {
     if (!r.ok()) return Vote::Kind::Failed;
     auto v = r.reply.as_integer();

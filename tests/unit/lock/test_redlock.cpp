@@ -288,6 +288,21 @@ TEST_CASE("fence: agreeing counters need no second round; disagreeing ones are w
   CHECK(net.servers[2].log.back() == "acquire");
 }
 
+TEST_CASE("fence: a quorum that agrees sends its fence to a lagging server, as no vote") {
+  FakeNetwork net(5);
+  Redlock lock(net);
+  std::int64_t before[] = {7, 7, 7, 7, 2};
+  for (std::size_t i = 0; i < 5; ++i) net.set(i, "{job}:redlock:fence", std::to_string(before[i]), 1000h);
+  auto r = lock.acquire(spec(), no_wait());
+  REQUIRE(r.outcome == AcquireOutcome::Acquired);
+  CHECK(r.fence == 8);
+  net.advance(5ms);
+  CHECK(net.value(4, "{job}:redlock:fence") == "8");
+  // Nobody waits for the catch-up: a WAIT behind it would only hold the connection up.
+  CHECK(net.servers[4].log == std::vector<std::string>{"acquire", "fence"});
+  CHECK(net.servers[4].replicated == std::vector<bool>{true, false});
+}
+
 TEST_CASE("fence: two minorities wiped one after the other cannot make it go back") {
   FakeNetwork net(5);
   Redlock lock(net);
