@@ -57,8 +57,35 @@ def redlock_binary():
 _handed_out = set()
 
 
+def _port_block():
+    """The ports this test file may take, "LOW-HIGH" in REDLOCK_TEST_PORTS (tests/CMakeLists.txt
+    gives each file a block of its own below the kernel's ephemeral range, so that files run side
+    by side never take each other's ports, not even one a server left free while it restarts)."""
+    low, _, high = os.environ.get("REDLOCK_TEST_PORTS", "").partition("-")
+    if not (low.isdigit() and high.isdigit()):
+        return iter(())
+    return iter(range(int(low), int(high) + 1))
+
+
+_block = _port_block()
+
+
+def _listenable(port):
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+            return True
+        except OSError:
+            return False
+
+
 def free_port():
-    """A loopback port nothing listens on, never the same twice in one test process."""
+    """A loopback port nothing listens on, never the same twice in one test process: the next of
+    this file's block while it lasts, then one the kernel picks."""
+    for port in _block:
+        if port not in _handed_out and _listenable(port):
+            _handed_out.add(port)
+            return port
     for _ in range(100):
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))

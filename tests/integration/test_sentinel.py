@@ -228,7 +228,9 @@ class SentinelMembers(unittest.TestCase):
         old = group.master_port()
         out = os.path.join(self.workdir, "run-killed.out")
         with open(out, "wb") as f:
-            proc = spawn(["run", "--ttl", "3s", "--renew", "300ms", "sentinel-killed", "--", "sleep", "12"],
+            # A TTL longer than a failover takes on a busy machine: the key WAIT put on the replica
+            # must not expire before the replica is promoted.
+            proc = spawn(["run", "--ttl", "8s", "--renew", "300ms", "sentinel-killed", "--", "sleep", "12"],
                          servers=",".join(self.urls()), env=ENV, stdout=f, stderr=subprocess.STDOUT)
         try:
             wait_for(lambda: group.get(old, "sentinel-killed"), timeout=10, what="the lock")
