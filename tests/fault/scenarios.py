@@ -440,23 +440,30 @@ def wait_new_holder(env, among, timeout=20.0):
         time.sleep(0.02)
 
 
-def wait_no_holder(env, among, timeout=25.0):
-    """Until no worker of AMONG is inside (bounded by TIMEOUT)."""
+def wait_lock_free(env, among, plain, group, replica, timeout=25.0):
+    """Until no worker of AMONG is inside and the lock's key is on neither PLAIN (asked directly,
+    not through its proxy) nor GROUP's REPLICA (bounded by TIMEOUT): the last holder's release has
+    landed there, and the next holder has not come yet (the workers poll, so there are gaps)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline and not env.stopping.is_set():
-        if not any(w in among for w in env.inside()):
+        try:
+            free = plain.get(faultlib.NAME) is None and group.get(replica.port, faultlib.NAME) is None
+        except (OSError, faultlib.harness.RespError):
+            free = False
+        if free and not any(w in among for w in env.inside()):
             return
-        time.sleep(0.02)
+        time.sleep(0.005)
 
 
-def forgetting(proxy, groups, long_holders):
-    """A member forgets: the plain server cut off behind its PROXY (so a holder has exactly a quorum,
-    the two groups; a cut, not a freeze, so that no late SET lands there), one group's replica
-    frozen and its link closed by the master (CLIENT KILL TYPE replica) until a long holder entered
-    (up to 12 s: more than a long holder's hold, so one waiting gets in if unconfirmed votes count;
-    with confirmed votes nobody can, and the whole window passes), the master killed -9, the replica thawed, the proxy healed; the sentinels promote
-    the replica, which lacks what the master took meanwhile. The old master comes back empty as a
-    replica before the next round."""
+def forgetting(plain, proxy, groups, long_holders):
+    """A member forgets: once the lock is free, the PLAIN server cut off behind its PROXY (so a
+    holder has exactly a quorum, the two groups; a cut, not a freeze, so that no late SET lands
+    there), one group's replica frozen and its link closed by the master (CLIENT KILL TYPE replica)
+    until a long holder entered (up to 12 s: more than a long holder's hold, so one gets in if
+    unconfirmed votes count; with confirmed votes nobody can, and the whole window passes), the
+    master killed -9, the replica thawed, the proxy healed; the sentinels promote the replica, which
+    lacks what the master took meanwhile. The old master comes back empty as a replica before the
+    next round."""
     def nemesis(env):
         for _ in range(10000):
             if not env.sleep(2.0):
@@ -466,7 +473,9 @@ def forgetting(proxy, groups, long_holders):
                 continue  # the old masters still turning replicas (a sentinel in TILT on a busy host)
             old = g.master_port()
             replica = next(x for x in g.servers if x.port != old)
-            wait_no_holder(env, among=long_holders)  # so that the next one enters during the fault
+            # Not while a release may still be on its way: one cut off from the plain server, or
+            # not yet copied to the replica, would leave a key that keeps everyone out.
+            wait_lock_free(env, long_holders, plain, g, replica)
             proxy.cut()
             replica.freeze()
             with g.server_at(old).client() as c:
@@ -491,17 +500,15 @@ def sentinel_forgets_with(ctx, name, member_wait, hold_ms=(7000, 9000)):
         groups = sentinel_groups(env, 2)
         spec = ",".join([proxied(env, [0])] + [g.url() for g in groups])  # the plain server first
         extra = {"REDLOCK_MEMBER_WAIT": member_wait} if member_wait is not None else {}
+        # Every worker tries every 200 ms (-n), as cron jobs would: a waiter woken by a release takes
+        # the lock within a millisecond, which leaves the nemesis no moment when it is free.
+        poll = dict(wait=None, run_args=["-n"], servers=spec, timeout="500ms", env_extra=extra,
+                    wrapper=("sh", "-c", 'sleep 0.2; exec "$@"', "poll"))
         for _ in range(3):  # holders that outlast a round without renewing
-            env.add_worker(mode="acquire", ttl="30s", hold_ms=hold_ms, wait="30s", servers=spec,
-                           timeout="500ms", env_extra=extra)
-        for _ in range(2):
-            env.add_worker(mode="run", ttl="2s", hold_ms=(10, 40), wait="30s", servers=spec, timeout="500ms",
-                           env_extra=extra)
-        # A contender that tries every 200 ms, as a cron job would: the waiters above sleep while a
-        # holder that announces its release is inside, so only it tries right after a member forgot.
-        env.add_worker(mode="run", ttl="2s", hold_ms=(10, 40), wait=None, run_args=["-n"], servers=spec,
-                       timeout="500ms", env_extra=extra, wrapper=("sh", "-c", 'sleep 0.2; exec "$@"', "poll"))
-        env.run(ctx.seconds, forgetting(env.proxies[0], groups, long_holders=range(3)))
+            env.add_worker(mode="acquire", ttl="30s", hold_ms=hold_ms, **poll)
+        for _ in range(3):
+            env.add_worker(mode="run", ttl="2s", hold_ms=(10, 40), **poll)
+        env.run(ctx.seconds, forgetting(env.servers[0], env.proxies[0], groups, long_holders=range(3)))
         # Nobody gets in while a member forgets (the plain server cut, one group unable to confirm):
         # a 30 s round is mostly fault windows.
         return summarize(env, name, expect_cycles=2, quiet_end=False)
