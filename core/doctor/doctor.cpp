@@ -3,13 +3,12 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdio>
-#include <functional>
-#include <memory>
 #include <set>
 
 #include "core/lock/keys.hpp"
 #include "core/lock/scripts.hpp"
 #include "core/lock/token.hpp"
+#include "core/net/fanout.hpp"
 #include "core/net/sentinel.hpp"
 #include "core/util/duration.hpp"
 #include "core/util/glob.hpp"
@@ -87,51 +86,6 @@ std::optional<std::int64_t> to_int(std::string_view text) {
   if (ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
   return v;
 }
-
-// Pipelined requests to some of the servers, answered in order per server.
-class Batch {
- public:
-  Batch(Network& network, const std::vector<bool>& ask, const std::function<std::vector<Request>(std::size_t)>& make)
-      : network_(network), state_(std::make_shared<State>()) {
-    state_->results.resize(network.size());
-    state_->sent.resize(network.size());
-    for (std::size_t i = 0; i < network.size(); ++i) {
-      if (!ask[i]) continue;
-      std::vector<Request> requests = make(i);
-      state_->results[i].resize(requests.size());
-      state_->sent[i] = network.now();
-      for (std::size_t k = 0; k < requests.size(); ++k) {
-        ++state_->outstanding;
-        // The round trip is timed here, when the answer is handed over: a reply read in the same
-        // turn as its request was written would otherwise count as taking no time at all.
-        network.send(i, std::move(requests[k]),
-                     [state = state_, net = &network, sent = state_->sent[i], i, k](Result r) {
-                       if (state->results[i][k]) return;
-                       r.latency = net->now() - sent;
-                       state->results[i][k] = std::move(r);
-                       --state->outstanding;
-                     });
-      }
-    }
-  }
-
-  // Every request is answered within the per-request deadline, so this ends.
-  void wait() {
-    network_.run_until([state = state_] { return state->outstanding == 0; }, kNever);
-  }
-
-  const std::optional<Result>& result(std::size_t server, std::size_t k) const { return state_->results[server][k]; }
-  TimePoint sent(std::size_t server) const { return state_->sent[server]; }
-
- private:
-  struct State {
-    std::vector<std::vector<std::optional<Result>>> results;
-    std::vector<TimePoint> sent;
-    std::size_t outstanding = 0;
-  };
-  Network& network_;
-  std::shared_ptr<State> state_;
-};
 
 void read_role(ServerFacts& f, const Result& r) {
   if (!r.ok()) {
@@ -234,6 +188,19 @@ void read_time(ServerFacts& f, const Result& r, TimePoint sent) {
   f.clock_error.clear();
 }
 
+// TIME alone, so that nothing queued before it lengthens its round trip, kTimeRounds times.
+void read_clocks(Network& network, const std::vector<bool>& ask, std::vector<ServerFacts>& facts) {
+  for (int round = 0; round < kTimeRounds; ++round) {
+    Fanout time(
+        network, ask, [](std::size_t) { return std::vector<Request>{Request::command({"TIME"})}; },
+        Fanout::timed(network));
+    time.wait();
+    for (std::size_t i = 0; i < facts.size(); ++i) {
+      if (ask[i]) read_time(facts[i], *time.result(i, 0), time.sent(i));
+    }
+  }
+}
+
 // The probe requests, in the order they are sent (each depends on the ones before it).
 enum Probe : std::size_t {
   kRole,
@@ -323,7 +290,7 @@ std::vector<Request> probe_requests(const LockKeys& keys, const std::string& tok
   return r;
 }
 
-void read_probe(ServerFacts& f, const Batch& batch, std::size_t i) {
+void read_probe(ServerFacts& f, const Fanout& batch, std::size_t i) {
   f.probed = true;
   for (std::size_t k = kAcquire; k <= kSubscribe; ++k) {
     const Result& r = *batch.result(i, k);
@@ -371,10 +338,13 @@ void count_fences(Network& network, std::vector<bool> ask, const std::string& pr
   const TimePoint until = network.now() + kFenceScanBudget;
   for (int round = 0; round < kFenceScanRounds && network.now() < until; ++round) {
     if (std::find(ask.begin(), ask.end(), true) == ask.end()) return;
-    Batch scan(network, ask, [&](std::size_t i) {
-      return std::vector<Request>{
-          Request::command({"SCAN", cursors[i], "MATCH", pattern, "COUNT", std::to_string(kFenceScanCount)})};
-    });
+    Fanout scan(
+        network, ask,
+        [&](std::size_t i) {
+          return std::vector<Request>{
+              Request::command({"SCAN", cursors[i], "MATCH", pattern, "COUNT", std::to_string(kFenceScanCount)})};
+        },
+        Fanout::timed(network));
     scan.wait();
     for (std::size_t i = 0; i < facts.size(); ++i) {
       if (!ask[i]) continue;
@@ -412,14 +382,17 @@ void ask_sentinels(SentinelSeeds& sentinels, std::vector<ServerFacts>& facts) {
     }
   }
   Network& network = sentinels.network;
-  Batch batch(network, std::vector<bool>(network.size(), true), [&](std::size_t k) {
-    std::vector<Request> requests;
-    for (const auto& q : sentinels.seeds[k].questions) {
-      requests.push_back(Request::command({"SENTINEL", "CKQUORUM", q.master_name}));
-      requests.push_back(Request::command({"SENTINEL", "REPLICAS", q.master_name}));
-    }
-    return requests;
-  });
+  Fanout batch(
+      network,
+      [&](std::size_t k) {
+        std::vector<Request> requests;
+        for (const auto& q : sentinels.seeds[k].questions) {
+          requests.push_back(Request::command({"SENTINEL", "CKQUORUM", q.master_name}));
+          requests.push_back(Request::command({"SENTINEL", "REPLICAS", q.master_name}));
+        }
+        return requests;
+      },
+      Fanout::timed(network));
   batch.wait();
   for (std::size_t k = 0; k < sentinels.seeds.size(); ++k) {
     const auto& questions = sentinels.seeds[k].questions;
@@ -1120,8 +1093,8 @@ DoctorReport run_doctor(Network& network, const DoctorOptions& options, Sentinel
 
   // First a PING: it opens the connections (connect, AUTH, SELECT and the transport's own INFO
   // in one round trip), the cost every invocation of redlock pays.
-  Batch ping(network, std::vector<bool>(n, true),
-             [](std::size_t) { return std::vector<Request>{Request::command({"PING"})}; });
+  Fanout ping(
+      network, [](std::size_t) { return std::vector<Request>{Request::command({"PING"})}; }, Fanout::timed(network));
   ping.wait();
   std::vector<bool> ask(n, false);
   for (std::size_t i = 0; i < n; ++i) {
@@ -1139,18 +1112,12 @@ DoctorReport run_doctor(Network& network, const DoctorOptions& options, Sentinel
     }
   }
 
-  // TIME alone, so that nothing queued before it lengthens its round trip.
-  for (int round = 0; round < kTimeRounds; ++round) {
-    Batch time(network, ask, [](std::size_t) { return std::vector<Request>{Request::command({"TIME"})}; });
-    time.wait();
-    for (std::size_t i = 0; i < n; ++i) {
-      if (ask[i]) read_time(facts[i], *time.result(i, 0), time.sent(i));
-    }
-  }
+  read_clocks(network, ask, facts);
 
   const LockKeys keys = derive_keys(options.probe_key);
   const std::string token = make_token();
-  Batch probe(network, ask, [&](std::size_t) { return probe_requests(keys, token); });
+  Fanout probe(
+      network, ask, [&](std::size_t) { return probe_requests(keys, token); }, Fanout::timed(network));
   probe.wait();
   for (std::size_t i = 0; i < n; ++i) {
     if (!ask[i]) continue;

@@ -2,6 +2,7 @@
 
 #include <string>
 #include <string_view>
+#include <utility>
 
 namespace redlock {
 
@@ -22,27 +23,26 @@ Result as_vote(const Network& network, std::size_t server, Result r) {
   return replica;
 }
 
+// Each server's one request, as the Fanout asks for its requests.
+Fanout::Make one_each(const std::function<Request(std::size_t)>& make) {
+  return [&make](std::size_t i) {
+    std::vector<Request> requests;
+    requests.push_back(make(i));
+    return requests;
+  };
+}
+
+// Each answer as the lock counts it: a replica's never as a vote.
+Fanout::Record votes(const Network& network) {
+  return [&network](std::size_t server, TimePoint, Result r) { return as_vote(network, server, std::move(r)); };
+}
+
 }  // namespace
 
 Round::Round(Network& network, const std::function<Request(std::size_t)>& make)
-    : Round(network, std::vector<bool>(network.size(), true), make) {}
+    : fanout_(network, one_each(make), votes(network)) {}
 
 Round::Round(Network& network, const std::vector<bool>& to, const std::function<Request(std::size_t)>& make)
-    : state_(std::make_shared<State>()), started_(network.now()) {
-  state_->results.resize(network.size());
-  for (std::size_t i = 0; i < network.size(); ++i) {
-    if (!to[i]) {
-      ++state_->received;
-      continue;
-    }
-    Request request = make(i);
-    request.interest = Interest(interest_);
-    network.send(i, std::move(request), [state = state_, &network, i](Result r) {
-      if (state->results[i]) return;
-      state->results[i] = as_vote(network, i, std::move(r));
-      ++state->received;
-    });
-  }
-}
+    : fanout_(network, to, one_each(make), votes(network)) {}
 
 }  // namespace redlock

@@ -1,13 +1,12 @@
-// One request to every server, with the answers collected as they arrive. Answers that come after
-// the caller stopped caring land in the shared state and are dropped with it. A replica's answer is
-// recorded as a Failure::Replica: it never counts as a vote.
+// One request to every server, with the answers collected as they arrive (a Fanout of one request
+// per server). A replica's answer is recorded as a Failure::Replica: it never counts as a vote.
 #pragma once
 
 #include <functional>
-#include <memory>
 #include <optional>
 #include <vector>
 
+#include "core/net/fanout.hpp"
 #include "core/net/network.hpp"
 
 namespace redlock {
@@ -20,22 +19,16 @@ class Round {
   Round(Network& network, const std::vector<bool>& to, const std::function<Request(std::size_t)>& make);
 
   // The answer of each server, empty while it is still out (or when it was not asked).
-  const std::vector<std::optional<Result>>& results() const { return state_->results; }
-  std::size_t received() const { return state_->received; }
-  bool complete() const { return state_->received == state_->results.size(); }
-  TimePoint started() const { return started_; }
+  const std::vector<std::optional<Result>>& results() const { return fanout_.answers(0); }
+  std::size_t received() const { return fanout_.received(); }
+  bool complete() const { return fanout_.complete(); }
+  TimePoint started() const { return fanout_.started(); }
   // The outcome is decided: requests still out are not re-sent after a NOSCRIPT (their answers
   // are still recorded). Called before a cleanup follows them, so nothing overtakes it.
-  void abandon() { interest_.reset(); }
+  void abandon() { fanout_.abandon(); }
 
  private:
-  struct State {
-    std::vector<std::optional<Result>> results;
-    std::size_t received = 0;
-  };
-  std::shared_ptr<State> state_;
-  std::shared_ptr<const int> interest_ = std::make_shared<const int>(0);
-  TimePoint started_;
+  Fanout fanout_;
 };
 
 }  // namespace redlock
