@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "core/net/connection.hpp"
 #include "core/net/network.hpp"
 #include "core/net/server_url.hpp"
 #include "core/net/tls.hpp"
@@ -27,7 +28,7 @@ struct TransportOptions {
   std::optional<int> member_wait;
 };
 
-class Transport final : public Network {
+class Transport final : public Network, private ConnectionObserver {
  public:
   // Throws a configuration error when a rediss:// server is listed and TLS cannot be set up.
   Transport(std::vector<ServerUrl> servers, TransportOptions options);
@@ -55,24 +56,25 @@ class Transport final : public Network {
   // there); nullptr leaves the mask alone.
   void set_wait_sigmask(const sigset_t* mask);
 
-  class Connection;     // internal
   class ClusterMember;  // internal
 
  private:
+  // A connection of SERVER's in ROLE, this transport its observer.
+  std::unique_ptr<Connection> connection(std::size_t server, ConnectionRole role);
   // Marks SERVER as a duplicate when another configured server reached the same endpoint; true if so.
-  bool note_peer(std::size_t server);
-  void note_run_id(std::size_t server);
-  // Where Cluster member SERVER's subscriber goes for CHANNEL: the master of its slot, once known.
-  std::optional<ServerUrl> cluster_node_for(std::size_t server, const std::string& channel);
+  bool note_peer(std::size_t server) override;
+  // Marks SERVER as a duplicate when another configured server has the same run_id.
+  void note_run_id(std::size_t server) override;
+  // Marks a standalone member that is a node of a listed Sentinel group as a duplicate.
+  void note_role(std::size_t server) override;
+  std::optional<ServerUrl> subscriber_target(std::size_t server, const std::string& channel) override;
   // Why Cluster member SERVER, whose slot map is known, would count a vote twice (a node of it
   // listed as a member of its own, or a node of another Cluster member); empty when it would not.
   std::string cluster_overlap(std::size_t server) const;
   // Every connection of the Cluster members, for the event loop.
   std::vector<Connection*> cluster_connections() const;
-  // Marks a standalone member that is a node of a listed Sentinel group as a duplicate.
-  void note_group();
   // This process's time waiting for a CPU (schedstat), read at most once per turn of the loop.
-  Duration cpu_wait();
+  Duration cpu_wait() override;
 
   std::vector<ServerUrl> servers_;
   TransportOptions options_;
