@@ -8,12 +8,9 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <deque>
-#include <map>
 
 #include "core/net/cluster.hpp"
 #include "core/util/error.hpp"
-#include "core/util/text.hpp"
 
 namespace redlock {
 
@@ -81,241 +78,6 @@ Request Request::command(std::vector<std::string> argv) {
   return r;
 }
 
-namespace {
-
-// Redirections one request may follow (MOVED, ASK) before it fails: a slot migrating while it is
-// asked for takes two (ASK, then MOVED once it has moved); more is a map in flux.
-constexpr int kMaxRedirects = 5;
-
-// The slot a request is about: its route_key, else its first key (a script's KEYS[1], a command's
-// first argument).
-// Every key of one lock shares the lock's hash tag (keys_share_slot), so one slot serves them all.
-int request_slot(const Request& r) {
-  if (!r.route_key.empty()) return key_slot(r.route_key);
-  if (r.script) return r.argv.size() > 1 && r.argv[0] != "0" ? key_slot(r.argv[1]) : 0;
-  return r.argv.size() > 1 ? key_slot(r.argv[1]) : 0;
-}
-
-// Failures after which the slot may have moved (a failover): the map is learnt again.
-bool map_may_be_stale(const Result& r) {
-  return r.failure == Failure::Connect || r.failure == Failure::Closed || r.failure == Failure::Io ||
-         r.failure == Failure::Timeout ||
-         (r.failure == Failure::Reply && (r.error.starts_with("CLUSTERDOWN") || r.error.starts_with("TRYAGAIN")));
-}
-
-}  // namespace
-
-// A Cluster member: its vote is given by the master that owns the slot of the request's key. The
-// slot map comes from CLUSTER SLOTS, asked of the seeds (then of the nodes the map named) in turn;
-// requests wait for it within their own deadline. A MOVED updates the map and re-sends the request
-// to the node named, an ASK sends it there once after ASKING, each within the same deadline.
-class Transport::ClusterMember {
- public:
-  ClusterMember(Transport& owner, std::size_t index) : owner_(owner), index_(index) {}
-
-  void send(Request request, ResultCallback done, TimePoint now) {
-    auto r = std::make_shared<Routed>();
-    r->request = std::move(request);
-    r->done = std::move(done);
-    r->sent = now;
-    r->deadline = now + owner_.options_.timeout;
-    route(r, now);
-  }
-
-  // Requests still waiting for the map past their deadline fail.
-  void expire(TimePoint now) {
-    for (auto it = waiting_.begin(); it != waiting_.end();) {
-      if (now < (*it)->deadline) {
-        ++it;
-        continue;
-      }
-      auto r = *it;
-      it = waiting_.erase(it);
-      finish(*r, Failure::Timeout,
-             "the cluster's slot map not learnt within " + ms_text(owner_.options_.timeout) +
-                 (error_.empty() ? "" : " (" + error_ + ")"),
-             now);
-    }
-  }
-
-  TimePoint next_deadline() const {
-    TimePoint t = kNever;
-    for (const auto& r : waiting_) t = std::min(t, r->deadline);
-    return t;
-  }
-
-  void connections(std::vector<Connection*>& out) const {
-    for (const auto& [address, c] : nodes_) out.push_back(c.get());
-  }
-
-  bool resolving() const { return !map_ && (asking_ || !waiting_.empty()); }
-  const std::string& resolved() const { return answered_; }
-  const std::string& role() const { return role_; }
-  const std::optional<SlotMap>& map() const { return map_; }
-
-  // The master of KEY's slot as a URL with the member's credentials; the map is asked for when unknown.
-  std::optional<ServerUrl> node_for(const std::string& key, TimePoint now) {
-    if (!map_) {
-      ask_map(now);
-      return std::nullopt;
-    }
-    auto node = map_->owner(key_slot(key));
-    if (!node) return std::nullopt;
-    return url().master_at(node->host, node->port);
-  }
-
- private:
-  struct Routed {
-    Request request;
-    ResultCallback done;
-    TimePoint sent;
-    TimePoint deadline;
-    int redirects = 0;
-    std::optional<ClusterNode> ask;  // an ASK to follow: this node, once, after ASKING
-  };
-
-  const ServerUrl& url() const { return owner_.servers_[index_]; }
-
-  void finish(Routed& r, Failure failure, std::string error, TimePoint now) {
-    Result res;
-    res.failure = failure;
-    res.error = std::move(error);
-    res.latency = now - r.sent;
-    if (r.done) r.done(std::move(res));
-  }
-
-  Connection& node(const ClusterNode& n) {
-    auto& c = nodes_[n.address()];
-    if (!c) {
-      c = owner_.connection(index_, ConnectionRole::Node);
-      c->aim(url().master_at(n.host, n.port));
-    }
-    return *c;
-  }
-
-  void route(const std::shared_ptr<Routed>& r, TimePoint now) {
-    if (!duplicate_.empty()) return finish(*r, Failure::Duplicate, duplicate_, now);
-    if (!map_) {
-      waiting_.push_back(r);
-      return ask_map(now);
-    }
-    if (stale_) ask_map(now);
-    const int slot = request_slot(r->request);
-    const auto target = r->ask ? r->ask : map_->owner(slot);
-    if (!target) {
-      stale_ = true;
-      return finish(*r, Failure::Reply, "no node of the cluster serves slot " + std::to_string(slot), now);
-    }
-    Connection& c = node(*target);
-    if (r->ask) c.send(Request::command({"ASKING"}), [](Result) {}, now, r->deadline);
-    c.send(
-        r->request, [this, r, target](Result res) { on_result(r, *target, std::move(res)); }, now, r->deadline);
-  }
-
-  void on_result(const std::shared_ptr<Routed>& r, const ClusterNode& from, Result res) {
-    const TimePoint now = Clock::now();
-    if (res.failure == Failure::Reply) {
-      if (auto redirect = parse_redirect(res.error)) {
-        if (redirect->node.host.empty()) redirect->node.host = from.host;
-        if (r->redirects < kMaxRedirects && now < r->deadline) {
-          ++r->redirects;
-          r->ask.reset();
-          if (redirect->ask) {
-            r->ask = redirect->node;
-          } else {
-            map_->move(redirect->slot, redirect->node);
-            stale_ = true;  // the rest of the map may have changed too
-          }
-          return route(r, now);
-        }
-        res.error = "redirected " + std::to_string(r->redirects) + " times, no further (" + res.error + ")";
-      }
-    }
-    if (map_may_be_stale(res)) stale_ = true;
-    answered_ = from.address();
-    role_ = nodes_[from.address()]->server_role();
-    res.latency = now - r->sent;
-    if (r->done) r->done(std::move(res));
-  }
-
-  // Where the map is asked for: the seeds, then every node the last map named.
-  std::vector<ClusterNode> candidates() const {
-    std::vector<ClusterNode> out;
-    for (const auto& seed : url().seeds) out.push_back(ClusterNode{seed.host, seed.port, 0});
-    if (map_) {
-      for (auto& n : map_->nodes()) out.push_back(std::move(n));
-    }
-    return out;
-  }
-
-  void ask_map(TimePoint now) {
-    if (asking_) return;
-    asking_ = true;
-    const auto all = candidates();
-    const ClusterNode n = all[next_ % all.size()];
-    node(n).send(
-        Request::command({"CLUSTER", "SLOTS"}), [this, n](Result res) { on_map(n, std::move(res)); }, now,
-        now + owner_.options_.timeout);
-  }
-
-  void on_map(const ClusterNode& from, Result res) {
-    const TimePoint now = Clock::now();
-    asking_ = false;
-    std::optional<SlotMap> map;
-    if (res.ok()) {
-      try {
-        map = SlotMap::parse(res.reply);
-        if (map->ranges().empty()) res.error = "it serves no slot (is the cluster made yet?)";
-      } catch (const std::exception& e) {
-        res.error = e.what();
-      }
-    }
-    if (map && !map->ranges().empty()) return learnt(std::move(*map), now);
-    error_ = from.address() + ": " + res.error;
-    if (res.error.find("cluster support disabled") != std::string::npos) {
-      return fail_waiting(Failure::Config, url().redacted() + ": " + from.address() + " is no cluster node (" +
-                                                res.error + ")", now);
-    }
-    ++next_;
-    if (++tried_ >= candidates().size()) {
-      tried_ = 0;
-      return fail_waiting(Failure::Connect, "no node of the cluster gave its slot map (" + error_ + ")", now);
-    }
-    if (!waiting_.empty() || stale_) ask_map(now);
-  }
-
-  void learnt(SlotMap map, TimePoint now) {
-    map_ = std::move(map);
-    stale_ = false;
-    tried_ = 0;
-    error_.clear();
-    duplicate_ = owner_.cluster_overlap(index_);
-    auto waiting = std::move(waiting_);
-    waiting_.clear();
-    for (auto& r : waiting) route(r, now);
-  }
-
-  void fail_waiting(Failure failure, const std::string& error, TimePoint now) {
-    auto waiting = std::move(waiting_);
-    waiting_.clear();
-    for (auto& r : waiting) finish(*r, failure, error, now);
-  }
-
-  Transport& owner_;
-  std::size_t index_;
-  std::map<std::string, std::unique_ptr<Connection>> nodes_;  // by "host:port"
-  std::optional<SlotMap> map_;
-  bool asking_ = false;  // a CLUSTER SLOTS is out
-  bool stale_ = false;   // the map is to be learnt again (a MOVED, a failed node)
-  std::size_t next_ = 0;
-  std::size_t tried_ = 0;
-  std::string error_;  // why the last node asked for the map gave none
-  std::deque<std::shared_ptr<Routed>> waiting_;
-  std::string answered_;  // the node that answered last, and its role
-  std::string role_;
-  std::string duplicate_;
-};
-
 Transport::Transport(std::vector<ServerUrl> servers, TransportOptions options)
     : servers_(std::move(servers)), options_(std::move(options)) {
   bool any_tls = std::any_of(servers_.begin(), servers_.end(),
@@ -323,13 +85,16 @@ Transport::Transport(std::vector<ServerUrl> servers, TransportOptions options)
   if (any_tls) tls_ = std::make_unique<TlsContext>(options_.tls);
   for (std::size_t i = 0; i < servers_.size(); ++i) {
     commands_.push_back(connection(i, ConnectionRole::Commands));
-    clusters_.push_back(servers_[i].is_cluster() ? std::make_unique<ClusterMember>(*this, i) : nullptr);
+    clusters_.push_back(servers_[i].is_cluster()
+                            ? std::make_unique<ClusterMember>(connection_config(i, ConnectionRole::Node),
+                                                              static_cast<ClusterMemberObserver&>(*this))
+                            : nullptr);
   }
 }
 
 Transport::~Transport() = default;
 
-std::unique_ptr<Connection> Transport::connection(std::size_t server, ConnectionRole role) {
+ConnectionConfig Transport::connection_config(std::size_t server, ConnectionRole role) const {
   ConnectionConfig c;
   c.server = server;
   c.url = servers_[server];
@@ -339,7 +104,11 @@ std::unique_ptr<Connection> Transport::connection(std::size_t server, Connection
   c.password = options_.password;
   c.tls = tls_.get();
   c.member_wait = options_.member_wait;
-  return std::make_unique<Connection>(std::move(c), static_cast<ConnectionObserver&>(*this));
+  return c;
+}
+
+std::unique_ptr<Connection> Transport::connection(std::size_t server, ConnectionRole role) {
+  return std::make_unique<Connection>(connection_config(server, role), static_cast<ConnectionObserver&>(*this));
 }
 
 Duration Transport::cpu_wait() {

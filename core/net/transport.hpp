@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "core/net/cluster_member.hpp"
 #include "core/net/connection.hpp"
 #include "core/net/network.hpp"
 #include "core/net/server_url.hpp"
@@ -28,7 +29,7 @@ struct TransportOptions {
   std::optional<int> member_wait;
 };
 
-class Transport final : public Network, private ConnectionObserver {
+class Transport final : public Network, private ClusterMemberObserver {
  public:
   // Throws a configuration error when a rediss:// server is listed and TLS cannot be set up.
   Transport(std::vector<ServerUrl> servers, TransportOptions options);
@@ -56,9 +57,9 @@ class Transport final : public Network, private ConnectionObserver {
   // there); nullptr leaves the mask alone.
   void set_wait_sigmask(const sigset_t* mask);
 
-  class ClusterMember;  // internal
-
  private:
+  // What SERVER's connections in ROLE (and, as Node, a Cluster member) are built from.
+  ConnectionConfig connection_config(std::size_t server, ConnectionRole role) const;
   // A connection of SERVER's in ROLE, this transport its observer.
   std::unique_ptr<Connection> connection(std::size_t server, ConnectionRole role);
   // Marks SERVER as a duplicate when another configured server reached the same endpoint; true if so.
@@ -68,9 +69,7 @@ class Transport final : public Network, private ConnectionObserver {
   // Marks a standalone member that is a node of a listed Sentinel group as a duplicate.
   void note_role(std::size_t server) override;
   std::optional<ServerUrl> subscriber_target(std::size_t server, const std::string& channel) override;
-  // Why Cluster member SERVER, whose slot map is known, would count a vote twice (a node of it
-  // listed as a member of its own, or a node of another Cluster member); empty when it would not.
-  std::string cluster_overlap(std::size_t server) const;
+  std::string cluster_overlap(std::size_t server) const override;
   // Every connection of the Cluster members, for the event loop.
   std::vector<Connection*> cluster_connections() const;
   // This process's time waiting for a CPU (schedstat), read at most once per turn of the loop.
