@@ -65,7 +65,7 @@ TimePoint ClusterMember::next_deadline() const {
   return t;
 }
 
-void ClusterMember::connections(std::vector<Connection*>& out) const {
+void ClusterMember::connections(std::vector<CommandConnection*>& out) const {
   for (const auto& [address, c] : nodes_) out.push_back(c.get());
 }
 
@@ -87,10 +87,10 @@ void ClusterMember::finish(Routed& r, Failure failure, std::string error, TimePo
   if (r.done) r.done(std::move(res));
 }
 
-Connection& ClusterMember::node(const ClusterNode& n) {
+CommandConnection& ClusterMember::node(const ClusterNode& n) {
   auto& c = nodes_[n.address()];
   if (!c) {
-    c = std::make_unique<Connection>(config_, observer_);
+    c = std::make_unique<CommandConnection>(config_, observer_);
     c->aim(url().master_at(n.host, n.port));
   }
   return *c;
@@ -109,7 +109,7 @@ void ClusterMember::route(const std::shared_ptr<Routed>& r, TimePoint now) {
     stale_ = true;
     return finish(*r, Failure::Reply, "no node of the cluster serves slot " + std::to_string(slot), now);
   }
-  Connection& c = node(*target);
+  CommandConnection& c = node(*target);
   if (r->ask)
     c.send(
         Request::command({"ASKING"}), [](Result) {}, now, r->deadline);

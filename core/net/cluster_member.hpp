@@ -44,7 +44,7 @@ class ClusterMember {
   TimePoint next_deadline() const;
 
   // Appends the connections to its nodes, for the event loop.
-  void connections(std::vector<Connection*>& out) const;
+  void connections(std::vector<CommandConnection*>& out) const;
 
   bool resolving() const { return !map_ && (asking_ || !waiting_.empty()); }
   const std::string& resolved() const { return answered_; }
@@ -67,7 +67,7 @@ class ClusterMember {
   const ServerUrl& url() const { return config_.url; }
 
   void finish(Routed& r, Failure failure, std::string error, TimePoint now);
-  Connection& node(const ClusterNode& n);
+  CommandConnection& node(const ClusterNode& n);
   void route(const std::shared_ptr<Routed>& r, TimePoint now);
   void on_result(const std::shared_ptr<Routed>& r, const ClusterNode& from, Result res);
   std::vector<ClusterNode> candidates() const;
@@ -79,7 +79,7 @@ class ClusterMember {
 
   ConnectionConfig config_;
   ClusterMemberObserver& observer_;
-  std::map<std::string, std::unique_ptr<Connection>> nodes_;  // by "host:port"
+  std::map<std::string, std::unique_ptr<CommandConnection>> nodes_;  // by "host:port"
   std::optional<SlotMap> map_;
   bool asking_ = false;  // a CLUSTER SLOTS is out
   bool stale_ = false;   // the map is to be learnt again (a MOVED, a failed node)

@@ -20,21 +20,6 @@ namespace {
 // release of an earlier attempt delete the lock a later attempt took with the same token. Past this
 // many unanswered requests, new ones fail at once until the server catches up.
 constexpr std::size_t kMaxAbandoned = 32;
-// A subscription that broke is re-established no sooner than this.
-constexpr Duration kResubscribeDelay = std::chrono::seconds(1);
-// Subscriptions are not on anyone's critical path: a busy server gets at least this long to confirm
-// one, so that it does not flap (and its waiter fall back to polling) under load.
-constexpr Duration kMinSubscribeDeadline = std::chrono::seconds(1);
-
-Failure classify_error_reply(const std::string& text) {
-  // A server that wants a password answers a request of more than ten words from a client that
-  // has given none with this instead of NOAUTH (the shared mode's scripts name more keys).
-  if (text.starts_with("NOAUTH") || text.starts_with("WRONGPASS") || text.starts_with("NOPERM") ||
-      text.starts_with("ERR Protocol error: unauthenticated")) {
-    return Failure::Auth;
-  }
-  return Failure::Reply;
-}
 
 std::string parse_run_id(const std::string& info) {
   auto pos = info.find("run_id:");
@@ -69,17 +54,127 @@ std::vector<std::string> linked_nodes(const Reply& role) {
 
 }  // namespace
 
+Failure classify_error_reply(const std::string& text) {
+  // A server that wants a password answers a request of more than ten words from a client that
+  // has given none with this instead of NOAUTH (the shared mode's scripts name more keys).
+  if (text.starts_with("NOAUTH") || text.starts_with("WRONGPASS") || text.starts_with("NOPERM") ||
+      text.starts_with("ERR Protocol error: unauthenticated")) {
+    return Failure::Auth;
+  }
+  return Failure::Reply;
+}
+
 Connection::Connection(ConnectionConfig config, ConnectionObserver& observer)
     : config_(std::move(config)), observer_(observer) {}
 
-std::string Connection::resolved() const {
+Connection::~Connection() = default;
+
+short Connection::events() const {
+  if (!stream_ || stream_->fd() < 0) return 0;
+  if (!connected_) return want_write_ ? POLLOUT : POLLIN;
+  // Always readable interest: an idle connection that the server closed is noticed at once.
+  short ev = POLLIN;
+  if (out_pos_ < out_.size() || want_write_) ev |= POLLOUT;
+  return ev;
+}
+
+void Connection::drive(TimePoint now) {
+  if (!stream_) return;
+  if (!connected_) {
+    auto st = stream_->connect();
+    // The endpoint is known before the connect finishes (and changes when the next address is
+    // tried): a second name of a configured server is caught even when that server never answers.
+    if (!note_endpoint(now)) return;
+    want_write_ = st == Stream::Status::WantWrite;
+    if (st == Stream::Status::WantRead || st == Stream::Status::WantWrite) return;
+    if (st != Stream::Status::Ok) {
+      // The TLS layer words its failures "TLS …"; anything else failed before the handshake.
+      auto failure = stream_->tls_failure() ? Failure::Tls : Failure::Connect;
+      fail(failure, stream_->error(), now);
+      return;
+    }
+    connected_ = true;
+    want_write_ = false;
+  }
+  if (out_pos_ < out_.size()) {
+    std::size_t written = 0;
+    auto st = stream_->write(std::string_view(out_).substr(out_pos_), written);
+    out_pos_ += written;
+    if (out_pos_ == out_.size()) {
+      out_.clear();
+      out_pos_ = 0;
+    }
+    if (st == Stream::Status::Closed) return fail(Failure::Closed, "connection closed by the server", now);
+    if (st == Stream::Status::Failed) return fail(stream_failure(), stream_->error(), now);
+  }
+  in_.clear();
+  auto st = stream_->read(in_);
+  if (!in_.empty()) {
+    reader_->feed(in_.data(), in_.size());
+    // Latency is counted to when the reply was read: a warm connection can answer within the
+    // same call that sent the request.
+    if (!dispatch(Clock::now())) return;
+  }
+  want_write_ = st == Stream::Status::WantWrite;
+  if (st == Stream::Status::Closed) return fail(Failure::Closed, "connection closed by the server", now);
+  if (st == Stream::Status::Failed) return fail(stream_failure(), stream_->error(), now);
+}
+
+void Connection::open_stream(const ServerUrl& to) {
+  stream_ = open_plain_stream(to);
+  if (to.scheme == ServerUrl::Scheme::Tls) stream_ = config_.tls->wrap(std::move(stream_), to);
+  reader_ = std::make_unique<ReplyReader>();
+  connected_ = false;
+  want_write_ = false;
+  out_.clear();
+  out_pos_ = 0;
+}
+
+bool Connection::encode_auth() {
+  const auto& user = endpoint().user ? endpoint().user : config_.user;
+  const auto& password = endpoint().password ? endpoint().password : config_.password;
+  if (!password) return false;
+  if (user) {
+    encode_argv({"AUTH", *user, *password});
+  } else {
+    encode_argv({"AUTH", *password});
+  }
+  return true;
+}
+
+void Connection::close_stream() {
+  stream_.reset();
+  reader_.reset();
+  out_.clear();
+  out_pos_ = 0;
+  connected_ = false;
+}
+
+bool Connection::dispatch(TimePoint now) {
+  for (;;) {
+    std::optional<Reply> reply;
+    try {
+      reply = reader_->next();
+    } catch (const std::exception& e) {
+      fail(Failure::Protocol, std::string("not a Redis server? ") + e.what(), now);
+      return false;
+    }
+    if (!reply) return true;
+    if (!take(std::move(*reply), now)) return false;
+  }
+}
+
+CommandConnection::CommandConnection(ConnectionConfig config, ConnectionObserver& observer)
+    : Connection(std::move(config), observer) {}
+
+std::string CommandConnection::resolved() const {
   if (!url().is_sentinel()) return peer_;
   if (!confirmed_ || !target_) return {};
   std::string out = target_->host.find(':') != std::string::npos ? "[" + target_->host + "]" : target_->host;
   return out + ":" + std::to_string(target_->port);
 }
 
-void Connection::send(Request request, ResultCallback done, TimePoint now, TimePoint deadline) {
+void CommandConnection::send(Request request, ResultCallback done, TimePoint now, TimePoint deadline) {
   if (duplicate_) {
     finish(done, Failure::Duplicate, duplicate_message_, Duration{});
     return;
@@ -120,52 +215,16 @@ void Connection::send(Request request, ResultCallback done, TimePoint now, TimeP
   drive(now);
 }
 
-void Connection::subscribe(std::vector<std::string> channels, ChannelCallback on_message) {
-  channels_ = std::move(channels);
-  on_message_ = std::move(on_message);
-  next_open_ = TimePoint{};
-}
-
-void Connection::maintain(TimePoint now) {
-  if (config_.role != ConnectionRole::Subscriber || stream_ || channels_.empty() || now < next_open_) return;
-  open(now);
-  if (!stream_) {  // a Sentinel member whose master is not known yet
-    next_open_ = now + kResubscribeDelay;
-    return;
-  }
-  // One SUBSCRIBE each: a refusal refuses the whole command, and only the first channel must be allowed.
-  for (const auto& channel : channels_) {
-    Pending p;
-    p.kind = Pending::Kind::Subscribe;
-    p.channel = channel;
-    p.sent = now;
-    p.deadline = now + std::max(config_.timeout, kMinSubscribeDeadline);
-    encode_argv({"SUBSCRIBE", channel});
-    pending_.push_back(std::move(p));
-  }
-  drive(now);
-}
-
-short Connection::events() const {
-  if (!stream_ || stream_->fd() < 0) return 0;
-  if (!connected_) return want_write_ ? POLLOUT : POLLIN;
-  // Always readable interest: an idle connection that the server closed is noticed at once.
-  short ev = POLLIN;
-  if (out_pos_ < out_.size() || want_write_) ev |= POLLOUT;
-  return ev;
-}
-
-TimePoint Connection::next_deadline() const {
+TimePoint CommandConnection::next_deadline() const {
   TimePoint t = kNever;
   for (const auto& p : pending_) {
-    if (p.done || p.kind == Pending::Kind::Subscribe || asking_) t = std::min(t, p.deadline);
+    if (p.done || asking_) t = std::min(t, p.deadline);
   }
   for (const auto& p : unsent_) t = std::min(t, p.deadline);
-  if (config_.role == ConnectionRole::Subscriber && !stream_ && !channels_.empty()) t = std::min(t, next_open_);
   return t;
 }
 
-void Connection::expire(TimePoint now) {
+void CommandConnection::expire(TimePoint now) {
   // A deadline measures the server, not our scheduling: on a loaded host the reply may have
   // been waiting in the socket while we waited for a CPU. Before anything is given up on, what
   // is readable is read (without blocking: a frozen server still costs --timeout, no more), and
@@ -184,10 +243,6 @@ void Connection::expire(TimePoint now) {
   expire_unresolved(now);
   std::size_t abandoned = 0;
   for (auto& p : pending_) {
-    if (p.kind == Pending::Kind::Subscribe && now >= p.deadline) {
-      fail(Failure::Timeout, "no subscription confirmed within " + ms_text(p.deadline - p.sent), now);
-      return;
-    }
     if (p.done && now >= p.deadline) {
       auto done = std::move(p.done);
       p.done = nullptr;
@@ -206,104 +261,43 @@ void Connection::expire(TimePoint now) {
   if (!connected_ && abandoned > kMaxAbandoned) fail(Failure::Timeout, "too many unanswered requests", now);
 }
 
-bool Connection::overdue(TimePoint now) const {
-  return std::any_of(pending_.begin(), pending_.end(), [now](const Pending& p) {
-    return (p.done || p.kind == Pending::Kind::Subscribe) && now >= p.deadline;
-  });
+bool CommandConnection::overdue(TimePoint now) const {
+  return std::any_of(pending_.begin(), pending_.end(), [now](const Pending& p) { return p.done && now >= p.deadline; });
 }
 
-std::size_t Connection::abandoned() const {
+std::size_t CommandConnection::abandoned() const {
   return static_cast<std::size_t>(std::count_if(
       pending_.begin(), pending_.end(), [](const Pending& p) { return !p.done && p.kind == Pending::Kind::Request; }));
 }
 
-void Connection::drive(TimePoint now) {
-  if (!stream_) return;
-  if (!connected_) {
-    auto st = stream_->connect();
-    // The endpoint is known before the connect finishes (and changes when the next address is
-    // tried): a second name of a configured server is caught even when that server never answers.
-    if (config_.role != ConnectionRole::Subscriber && !asking_ && stream_->peer() != peer_) {
-      peer_ = stream_->peer();
-      if (config_.role == ConnectionRole::Commands && observer_.note_peer(config_.server))
-        return fail(Failure::Duplicate, duplicate_message_, now);
-    }
-    want_write_ = st == Stream::Status::WantWrite;
-    if (st == Stream::Status::WantRead || st == Stream::Status::WantWrite) return;
-    if (st != Stream::Status::Ok) {
-      // The TLS layer words its failures "TLS …"; anything else failed before the handshake.
-      auto failure = stream_->tls_failure() ? Failure::Tls : Failure::Connect;
-      fail(failure, stream_->error(), now);
-      return;
-    }
-    connected_ = true;
-    want_write_ = false;
+bool CommandConnection::note_endpoint(TimePoint now) {
+  if (asking_ || stream_->peer() == peer_) return true;
+  peer_ = stream_->peer();
+  if (config_.role == ConnectionRole::Commands && observer_.note_peer(config_.server)) {
+    fail(Failure::Duplicate, duplicate_message_, now);
+    return false;
   }
-  if (out_pos_ < out_.size()) {
-    std::size_t written = 0;
-    auto st = stream_->write(std::string_view(out_).substr(out_pos_), written);
-    out_pos_ += written;
-    if (out_pos_ == out_.size()) {
-      out_.clear();
-      out_pos_ = 0;
-    }
-    if (st == Stream::Status::Closed) return fail(Failure::Closed, "connection closed by the server", now);
-    if (st == Stream::Status::Failed) return fail(stream_failure(), stream_->error(), now);
-  }
-  in_.clear();
-  auto st = stream_->read(in_);
-  if (!in_.empty()) {
-    reader_->feed(in_.data(), in_.size());
-    // Latency is counted to when the reply was read: a warm connection can answer within the
-    // same call that sent the request.
-    if (!dispatch(Clock::now())) return;
-  }
-  want_write_ = st == Stream::Status::WantWrite;
-  if (st == Stream::Status::Closed) return fail(Failure::Closed, "connection closed by the server", now);
-  if (st == Stream::Status::Failed) return fail(stream_failure(), stream_->error(), now);
+  return true;
 }
 
-void Connection::set_duplicate(std::string message) {
+void CommandConnection::set_duplicate(std::string message) {
   duplicate_ = true;
   duplicate_message_ = std::move(message);
 }
 
-void Connection::reset_stream(std::unique_ptr<Stream> stream) {
-  stream_ = std::move(stream);
+void CommandConnection::restart(const ServerUrl& to) {
+  open_stream(to);
   scripts_run_.clear();
-  reader_ = std::make_unique<ReplyReader>();
-  connected_ = false;
-  want_write_ = false;
-  out_.clear();
-  out_pos_ = 0;
   held_.clear();
   selecting_ = false;
 }
 
-void Connection::open(TimePoint now) {
+void CommandConnection::open(TimePoint now) {
   if (url().is_sentinel() && config_.role == ConnectionRole::Commands && !target_) return ask_sentinel(now);
-  // A Sentinel member's subscriber goes where the commands go, once their master is confirmed; a
-  // Cluster member's to the master of its channel's slot (the lock's).
-  if ((url().is_sentinel() || url().is_cluster()) && config_.role == ConnectionRole::Subscriber) {
-    target_ = observer_.subscriber_target(config_.server, channels_.front());
-  }
   if ((url().is_sentinel() || url().is_cluster()) && !target_) return;
-  auto stream = open_plain_stream(endpoint());
-  if (endpoint().scheme == ServerUrl::Scheme::Tls) stream = config_.tls->wrap(std::move(stream), endpoint());
-  reset_stream(std::move(stream));
+  restart(endpoint());
   confirmed_ = false;
-
-  const auto& user = endpoint().user ? endpoint().user : config_.user;
-  const auto& password = endpoint().password ? endpoint().password : config_.password;
-  if (password) {
-    if (user) {
-      encode_argv({"AUTH", *user, *password});
-    } else {
-      encode_argv({"AUTH", *password});
-    }
-    push_prelude(Pending::Kind::Auth, now);
-  }
-  if (config_.role == ConnectionRole::Subscriber) return;
+  if (encode_auth()) push_prelude(Pending::Kind::Auth, now);
   if (endpoint().db != 0) {
     encode_argv({"SELECT", std::to_string(endpoint().db)});
     push_prelude(Pending::Kind::Select, now);
@@ -320,7 +314,7 @@ void Connection::open(TimePoint now) {
   push_prelude(Pending::Kind::Role, now);
 }
 
-void Connection::push_prelude(Pending::Kind kind, TimePoint now) {
+void CommandConnection::push_prelude(Pending::Kind kind, TimePoint now) {
   Pending p;
   p.kind = kind;
   p.sent = now;
@@ -329,7 +323,7 @@ void Connection::push_prelude(Pending::Kind kind, TimePoint now) {
 }
 
 // Encodes P's request (and the WAIT its vote needs) and waits for the answer.
-void Connection::queue(Pending p, TimePoint now) {
+void CommandConnection::queue(Pending p, TimePoint now) {
   p.wait_for = wait_count(p.request);
   // A NOSCRIPT would be answered only after the WAIT behind it had taken its time: a vote that
   // needs WAIT sends the script itself until this connection has run it once.
@@ -356,13 +350,13 @@ void Connection::queue(Pending p, TimePoint now) {
 // The replicas that must confirm REQUEST before it counts: --member-wait, else 1 when ROLE lists
 // replicas or the sentinels know one they could promote; none for a standalone server or a
 // request that is no vote.
-int Connection::wait_count(const Request& request) const {
+int CommandConnection::wait_count(const Request& request) const {
   if (!(url().is_sentinel() || url().is_cluster()) || !request.replicated) return 0;
   if (config_.member_wait) return *config_.member_wait;
   return std::max(replicas_, promotable_) > 0 ? 1 : 0;
 }
 
-void Connection::encode(const Request& request, bool full_script) {
+void CommandConnection::encode(const Request& request, bool full_script) {
   std::string& to = selecting_ ? held_ : out_;
   if (!request.script) {
     encode_command(request.argv, to);
@@ -376,36 +370,22 @@ void Connection::encode(const Request& request, bool full_script) {
   encode_command(argv, to);
 }
 
-// Hands every complete reply to its request. Returns false when the connection failed.
-bool Connection::dispatch(TimePoint now) {
-  for (;;) {
-    std::optional<Reply> reply;
-    try {
-      reply = reader_->next();
-    } catch (const std::exception& e) {
-      fail(Failure::Protocol, std::string("not a Redis server? ") + e.what(), now);
-      return false;
-    }
-    if (!reply) return true;
-    if (config_.role == ConnectionRole::Subscriber) {
-      if (!on_pubsub(*reply, now)) return false;
-      continue;
-    }
-    if (pending_.empty()) {
-      fail(Failure::Protocol, "not a Redis server? a reply nobody asked for", now);
-      return false;
-    }
-    Pending p = std::move(pending_.front());
-    pending_.pop_front();
-    if (!on_reply(std::move(p), std::move(*reply), now)) return false;
-    if (ask_again(now)) return false;
+// A reply, to the request first in line. Returns false when the connection failed (or was replaced).
+bool CommandConnection::take(Reply reply, TimePoint now) {
+  if (pending_.empty()) {
+    fail(Failure::Protocol, "not a Redis server? a reply nobody asked for", now);
+    return false;
   }
+  Pending p = std::move(pending_.front());
+  pending_.pop_front();
+  if (!on_reply(std::move(p), std::move(reply), now)) return false;
+  return !ask_again(now);
 }
 
 // A Sentinel member whose master may be one no more, once all it was sent is answered (so that
 // nothing of ours can run there after what goes to the next): the sentinels are asked again for
 // the requests that wait. True when the connection was replaced.
-bool Connection::ask_again(TimePoint now) {
+bool CommandConnection::ask_again(TimePoint now) {
   if (!url().is_sentinel() || config_.role != ConnectionRole::Commands || !stale_ || asking_ || !pending_.empty())
     return false;
   drop_master();
@@ -417,7 +397,7 @@ bool Connection::ask_again(TimePoint now) {
 }
 
 // One reply to the request P that was first in line. Returns false when the connection failed.
-bool Connection::on_reply(Pending p, Reply reply, TimePoint now) {
+bool CommandConnection::on_reply(Pending p, Reply reply, TimePoint now) {
   switch (p.kind) {
     case Pending::Kind::Auth:
     case Pending::Kind::Select:
@@ -447,8 +427,6 @@ bool Connection::on_reply(Pending p, Reply reply, TimePoint now) {
       if (url().is_sentinel() && config_.role == ConnectionRole::Commands && !confirm_master(now)) return false;
       if (config_.role == ConnectionRole::Commands) observer_.note_role(config_.server);
       break;
-    case Pending::Kind::Subscribe:
-      break;
     case Pending::Kind::Sentinel:
       return on_sentinel_reply(reply, now);
     case Pending::Kind::Replicas:
@@ -464,11 +442,11 @@ bool Connection::on_reply(Pending p, Reply reply, TimePoint now) {
   return stream_ != nullptr;  // a callback may have failed us
 }
 
-bool Connection::ran(const Script* script) const {
+bool CommandConnection::ran(const Script* script) const {
   return !script || std::find(scripts_run_.begin(), scripts_run_.end(), script) != scripts_run_.end();
 }
 
-void Connection::on_request_reply(Pending p, Reply reply, TimePoint now) {
+void CommandConnection::on_request_reply(Pending p, Reply reply, TimePoint now) {
   const bool noscript = reply.is_error() && reply.str.starts_with("NOSCRIPT");
   if (!noscript && !ran(p.request.script)) scripts_run_.push_back(p.request.script);
   if (noscript && p.request.script && !p.eval_sent && p.done && !p.request.interest.abandoned()) {
@@ -502,7 +480,7 @@ void Connection::on_request_reply(Pending p, Reply reply, TimePoint now) {
 }
 
 // WAIT's answer to the vote before it: the vote counts when enough replicas have it.
-void Connection::on_wait_reply(Pending p, const Reply& reply, TimePoint now) {
+void CommandConnection::on_wait_reply(Pending p, const Reply& reply, TimePoint now) {
   if (!p.done || !p.answer) return;
   if (!p.answer->ok()) return p.done(std::move(*p.answer));
   const auto confirmed = reply.as_integer();
@@ -524,7 +502,7 @@ void Connection::on_wait_reply(Pending p, const Reply& reply, TimePoint now) {
 
 // AUTH refused, or SELECT: by the ACL (NOPERM) an authentication failure, else a database this
 // server cannot give (out of range, cluster mode), which no retry mends: a configuration error.
-void Connection::prelude_refused(Pending::Kind kind, const std::string& reply, TimePoint now) {
+void CommandConnection::prelude_refused(Pending::Kind kind, const std::string& reply, TimePoint now) {
   const std::string what = kind == Pending::Kind::Auth ? "AUTH" : "SELECT";
   if (kind == Pending::Kind::Auth || classify_error_reply(reply) == Failure::Auth) {
     fail(Failure::Auth, what + " refused: " + reply, now);
@@ -535,7 +513,7 @@ void Connection::prelude_refused(Pending::Kind kind, const std::string& reply, T
   }
 }
 
-void Connection::drive_write_only(TimePoint now) {
+void CommandConnection::drive_write_only(TimePoint now) {
   if (!connected_ || out_pos_ == out_.size()) return;
   std::size_t written = 0;
   auto st = stream_->write(std::string_view(out_).substr(out_pos_), written);
@@ -543,42 +521,10 @@ void Connection::drive_write_only(TimePoint now) {
   if (st == Stream::Status::Failed) fail(stream_failure(), stream_->error(), now);
 }
 
-bool Connection::on_pubsub(const Reply& reply, TimePoint now) {
-  if (reply.is_error()) {
-    const bool later_channel = !pending_.empty() && pending_.front().kind == Pending::Kind::Subscribe &&
-                               pending_.front().channel != channels_.front();
-    if (!later_channel) {
-      fail(classify_error_reply(reply.str), "SUBSCRIBE refused: " + reply.str, now);
-      return false;
-    }
-    const std::string channel = pending_.front().channel;
-    pending_.pop_front();
-    if (on_message_) on_message_(config_.server, channel, "refused: " + reply.str);
-    return true;
-  }
-  if (!pending_.empty() && pending_.front().kind == Pending::Kind::Auth) {
-    pending_.pop_front();  // AUTH's +OK
-    return true;
-  }
-  if (reply.type != Reply::Type::Array || reply.elements.size() < 3) return true;
-  const std::string& kind = reply.elements[0].str;
-  if (kind == "subscribe") {
-    if (!pending_.empty()) pending_.pop_front();
-    if (reply.elements[1].str != channels_.front()) return true;
-    subscribed_ = true;
-    if (on_message_) on_message_(config_.server, channels_.front(), "subscribed");
-  } else if (kind == "message" && on_message_) {
-    on_message_(config_.server, reply.elements[1].str, reply.elements[2].str);
-  }
-  return true;
-}
-
 // A Sentinel member: asks its sentinels in turn, from the last that answered, for the master.
-void Connection::ask_sentinel(TimePoint now) {
+void CommandConnection::ask_sentinel(TimePoint now) {
   const ServerUrl sentinel = url().sentinel(sentinel_next_ % url().sentinels.size());
-  auto stream = open_plain_stream(sentinel);
-  if (sentinel.scheme == ServerUrl::Scheme::Tls) stream = config_.tls->wrap(std::move(stream), sentinel);
-  reset_stream(std::move(stream));
+  restart(sentinel);
   asking_ = true;
   confirmed_ = false;
   if (sentinel.password) {
@@ -593,7 +539,7 @@ void Connection::ask_sentinel(TimePoint now) {
 }
 
 // The sentinel's answer: the master's address, then a connection to it (false: this one is over).
-bool Connection::on_sentinel_reply(const Reply& reply, TimePoint now) {
+bool CommandConnection::on_sentinel_reply(const Reply& reply, TimePoint now) {
   if (reply.type != Reply::Type::Array || reply.elements.size() != 2 || !reply.elements[1].as_integer()) {
     sentinel_failed(reply.is_error() ? reply.str : "it knows no master named " + url().master_name, now);
     return false;
@@ -610,7 +556,7 @@ bool Connection::on_sentinel_reply(const Reply& reply, TimePoint now) {
 }
 
 // The sentinel asked did not answer: the next one is asked, until each has been once.
-void Connection::sentinel_failed(const std::string& why, TimePoint now) {
+void CommandConnection::sentinel_failed(const std::string& why, TimePoint now) {
   const std::size_t n = url().sentinels.size();
   sentinel_error_ = url().sentinel_address(sentinel_next_ % n) + ": " + why;
   asking_ = false;
@@ -629,7 +575,7 @@ void Connection::sentinel_failed(const std::string& why, TimePoint now) {
 
 // ROLE of the master a sentinel named: the requests waiting for it go out, or, when it is no
 // master (a failover under way), they fail and the sentinels are asked again next time.
-bool Connection::confirm_master(TimePoint now) {
+bool CommandConnection::confirm_master(TimePoint now) {
   if (!server_role_.empty() && server_role_ != "master") {
     fail(Failure::Replica,
          endpoint().redacted() + ", named by the sentinels as the master " + url().master_name + ", is a " +
@@ -646,16 +592,8 @@ bool Connection::confirm_master(TimePoint now) {
   return stream_ != nullptr;
 }
 
-void Connection::close_stream() {
-  stream_.reset();
-  reader_.reset();
-  out_.clear();
-  out_pos_ = 0;
-  connected_ = false;
-}
-
 // Forgets the master the sentinels named; the next request asks them again.
-void Connection::drop_master() {
+void CommandConnection::drop_master() {
   close_stream();
   pending_.clear();
   target_.reset();
@@ -665,7 +603,7 @@ void Connection::drop_master() {
 
 // The requests no master was found for in time fail; a sentinel that has not answered by the
 // deadline of its question costs the next one's turn.
-void Connection::expire_unresolved(TimePoint now) {
+void CommandConnection::expire_unresolved(TimePoint now) {
   if (asking_ && std::any_of(pending_.begin(), pending_.end(), [now](const Pending& p) { return now >= p.deadline; })) {
     sentinel_failed("no answer within " + ms_text(config_.timeout), now);
   }
@@ -688,16 +626,15 @@ void Connection::expire_unresolved(TimePoint now) {
   if (expired && unsent_.empty() && !asking_ && !confirmed_ && stream_) drop_master();
 }
 
-void Connection::fail_unsent(Failure failure, const std::string& error, TimePoint now) {
+void CommandConnection::fail_unsent(Failure failure, const std::string& error, TimePoint now) {
   auto waiting = std::move(unsent_);
   unsent_.clear();
   for (auto& p : waiting) finish(p.done, failure, error, now - p.sent);
 }
 
 // Drops the connection: every request still waited for fails with FAILURE; the next send opens
-// a new connection (a subscription is re-established a little later). A Sentinel member asks
-// its sentinels again.
-void Connection::fail(Failure failure, std::string error, TimePoint now) {  // by value: it may live in stream_
+// a new connection. A Sentinel member asks its sentinels again.
+void CommandConnection::fail(Failure failure, std::string error, TimePoint now) {  // by value: it may live in stream_
   if (asking_) return sentinel_failed(error, now);
   if (url().is_sentinel()) {
     target_.reset();
@@ -708,11 +645,6 @@ void Connection::fail(Failure failure, std::string error, TimePoint now) {  // b
   auto pending = std::move(pending_);
   pending_.clear();
   close_stream();
-  if (config_.role == ConnectionRole::Subscriber) {
-    if (subscribed_ && on_message_) on_message_(config_.server, channels_.front(), "unsubscribed");
-    subscribed_ = false;
-    next_open_ = now + kResubscribeDelay;
-  }
   // A vote that waits for its WAIT holds its callback in the WAIT's entry: told too.
   for (auto& p : pending) {
     if (p.kind == Pending::Kind::Request || p.kind == Pending::Kind::Wait) {

@@ -1,8 +1,10 @@
-// One connection to one server, for one member: its commands (pipelined, each reply matched to the
-// front of the queue), its wake-up subscription, or, for a Cluster member, its commands to one node.
-// It knows only its own member: what it needs is in its ConnectionConfig, and what it must tell or
-// ask the owner of every member (a second name of a configured server, where a subscription goes,
-// this process's wait for a CPU) goes through its ConnectionObserver.
+// A connection to one server, for one member: the byte stream and the replies read from it
+// (Connection), and what is sent on it: a member's commands, or a Cluster member's commands to one
+// of its nodes (CommandConnection, here), or its wake-up subscription (Subscription, in
+// subscription.hpp). A connection knows only its own member: what it needs is in its
+// ConnectionConfig, and what it must tell or ask the owner of every member (a second name of a
+// configured server, where a subscription goes, this process's wait for a CPU) goes through its
+// ConnectionObserver.
 #pragma once
 
 #include <cstddef>
@@ -61,12 +63,75 @@ class ConnectionObserver {
   virtual Duration cpu_wait() = 0;
 };
 
+// How an error reply counts: a refused credential is Failure::Auth, anything else Failure::Reply.
+Failure classify_error_reply(const std::string& text);
+
+// The byte stream to one server and the replies parsed from it; what the event loop asks of every
+// connection.
 class Connection {
  public:
-  // OBSERVER outlives the connection.
-  Connection(ConnectionConfig config, ConnectionObserver& observer);
+  virtual ~Connection();
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
+
+  // The poll events this connection waits for, or 0 when it has nothing to do.
+  short events() const;
+  int fd() const { return stream_ ? stream_->fd() : -1; }
+  // Moves bytes: finishes connecting, writes what is queued, reads and hands on replies.
+  void drive(TimePoint now);
+  // Gives up on what waited past its deadline; called on every turn of the loop.
+  virtual void expire(TimePoint now) = 0;
+  // The earliest deadline this connection waits for.
+  virtual TimePoint next_deadline() const = 0;
+
+ protected:
+  // OBSERVER outlives the connection.
+  Connection(ConnectionConfig config, ConnectionObserver& observer);
+
+  const ServerUrl& url() const { return config_.url; }
+  // Where the connection goes: the member's URL, or the master (or node) found for it.
+  const ServerUrl& endpoint() const { return target_ ? *target_ : url(); }
+  // A new stream to TO (through TLS when its scheme says so); nothing of the last one is kept.
+  void open_stream(const ServerUrl& to);
+  // Encodes AUTH with the endpoint's credentials, else the configured ones; false when there are none.
+  bool encode_auth();
+  void encode_argv(const std::vector<std::string>& argv) { encode_command(argv, out_); }
+  void close_stream();
+  // The TLS layer words its failures "TLS …"; anything else is the socket's.
+  Failure stream_failure() const { return stream_->tls_failure() ? Failure::Tls : Failure::Io; }
+
+  // While connecting, the stream knows its endpoint (peer()): false when that failed the connection.
+  virtual bool note_endpoint(TimePoint) { return true; }
+  // One reply, in the order the server sent it: false when it failed the connection.
+  virtual bool take(Reply reply, TimePoint now) = 0;
+  // Drops the connection (ERROR by value: it may live in stream_).
+  virtual void fail(Failure failure, std::string error, TimePoint now) = 0;
+
+  ConnectionConfig config_;
+  ConnectionObserver& observer_;
+  std::unique_ptr<Stream> stream_;
+  std::unique_ptr<ReplyReader> reader_;
+  bool connected_ = false;
+  bool want_write_ = false;
+  std::string out_;
+  std::size_t out_pos_ = 0;
+  // A Sentinel member: the master the sentinels named; a Cluster member: its node, or the master of
+  // its subscription's slot.
+  std::optional<ServerUrl> target_;
+
+ private:
+  // Hands every complete reply on. Returns false when the connection failed.
+  bool dispatch(TimePoint now);
+
+  std::string in_;
+};
+
+// A member's commands, pipelined: replies come back in order and are matched to the front of the
+// pending queue. A Sentinel member's asks its sentinels for the master first.
+class CommandConnection final : public Connection {
+ public:
+  // OBSERVER outlives the connection.
+  CommandConnection(ConnectionConfig config, ConnectionObserver& observer);
 
   const std::string& run_id() const { return run_id_; }
   const std::string& server_role() const { return server_role_; }
@@ -78,7 +143,6 @@ class Connection {
   bool resolving() const { return stream_ && !asking_ && !connected_ && stream_->peer().empty(); }
   // A Sentinel member's master once it said it is one; else the endpoint connected to.
   std::string resolved() const;
-  bool subscribed() const { return subscribed_; }
   // A Sentinel member's master, once it said it is one.
   std::optional<ServerUrl> master() const { return confirmed_ ? target_ : std::nullopt; }
 
@@ -87,45 +151,21 @@ class Connection {
 
   void send(Request request, ResultCallback done, TimePoint now, TimePoint deadline);
 
-  void subscribe(std::vector<std::string> channels, ChannelCallback on_message);
-
-  // Opens a subscriber connection that is due; called on every turn of the loop.
-  void maintain(TimePoint now);
-
-  // The poll events this connection waits for, or 0 when it has nothing to do.
-  short events() const;
-  int fd() const { return stream_ ? stream_->fd() : -1; }
-
-  // The earliest deadline of a request still waited for.
-  TimePoint next_deadline() const;
+  void expire(TimePoint now) override;
+  TimePoint next_deadline() const override;
 
   // Nothing reaches a server before its connection is made (and, for TLS, its handshake done).
   bool flushed() const { return !stream_ || !connected_ || asking_ || (out_pos_ == out_.size() && held_.empty()); }
-
-  void expire(TimePoint now);
-
-  // Whether a request (or a subscription) waited for has reached its deadline by NOW.
-  bool overdue(TimePoint now) const;
-
-  // Requests sent and given up on whose replies are still to come.
-  std::size_t abandoned() const;
-
-  // Moves bytes: finishes connecting, writes what is queued, reads and dispatches replies.
-  void drive(TimePoint now);
-
-  // The TLS layer words its failures "TLS …"; anything else is the socket's.
-  Failure stream_failure() const { return stream_->tls_failure() ? Failure::Tls : Failure::Io; }
 
   // Marks this connection as a second connection to a server already configured.
   void set_duplicate(std::string message);
 
  private:
   struct Pending {
-    enum class Kind { Auth, Select, Info, Role, Request, Subscribe, Sentinel, Replicas, Wait };
+    enum class Kind { Auth, Select, Info, Role, Request, Sentinel, Replicas, Wait };
     Kind kind = Kind::Request;
     int wait_for = 0;              // Request: replicas WAIT must confirm (its reply comes next)
     std::optional<Result> answer;  // Wait: the request's own answer, told once WAIT has answered
-    std::string channel;           // Subscribe: the channel asked for
     ResultCallback done;           // empty once abandoned
     TimePoint sent;
     TimePoint deadline;
@@ -135,18 +175,21 @@ class Connection {
     bool behind = false;  // sent behind an earlier request still unanswered past its deadline
   };
 
-  const ServerUrl& url() const { return config_.url; }
-  // Where the connection goes: the member's URL, or the master its sentinels named.
-  const ServerUrl& endpoint() const { return target_ ? *target_ : url(); }
+  bool note_endpoint(TimePoint now) override;
+  bool take(Reply reply, TimePoint now) override;
+  void fail(Failure failure, std::string error, TimePoint now) override;
 
-  void reset_stream(std::unique_ptr<Stream> stream);
+  // Whether a request waited for has reached its deadline by NOW.
+  bool overdue(TimePoint now) const;
+  // Requests sent and given up on whose replies are still to come.
+  std::size_t abandoned() const;
+  // A new stream to TO, and nothing this connection knew of the last one's server.
+  void restart(const ServerUrl& to);
   void open(TimePoint now);
   void push_prelude(Pending::Kind kind, TimePoint now);
-  void encode_argv(const std::vector<std::string>& argv) { encode_command(argv, out_); }
   void queue(Pending p, TimePoint now);
   int wait_count(const Request& request) const;
   void encode(const Request& request, bool full_script);
-  bool dispatch(TimePoint now);
   bool ask_again(TimePoint now);
   bool on_reply(Pending p, Reply reply, TimePoint now);
   bool ran(const Script* script) const;
@@ -154,29 +197,17 @@ class Connection {
   void on_wait_reply(Pending p, const Reply& reply, TimePoint now);
   void prelude_refused(Pending::Kind kind, const std::string& reply, TimePoint now);
   void drive_write_only(TimePoint now);
-  bool on_pubsub(const Reply& reply, TimePoint now);
   void ask_sentinel(TimePoint now);
   bool on_sentinel_reply(const Reply& reply, TimePoint now);
   void sentinel_failed(const std::string& why, TimePoint now);
   bool confirm_master(TimePoint now);
-  void close_stream();
   void drop_master();
   void expire_unresolved(TimePoint now);
   void fail_unsent(Failure failure, const std::string& error, TimePoint now);
-  void fail(Failure failure, std::string error, TimePoint now);
 
-  ConnectionConfig config_;
-  ConnectionObserver& observer_;
-  std::unique_ptr<Stream> stream_;
-  std::unique_ptr<ReplyReader> reader_;
-  bool connected_ = false;
-  bool want_write_ = false;
-  std::string out_;
-  std::size_t out_pos_ = 0;
   // Requests encoded while a SELECT is unanswered, sent after its +OK.
   std::string held_;
   bool selecting_ = false;
-  std::string in_;
   std::deque<Pending> pending_;
   std::string run_id_;
   std::string peer_;  // the endpoint of the last connection (or the one being connected to)
@@ -186,10 +217,9 @@ class Connection {
   int replicas_ = 0;                 // the replicas ROLE listed
   std::vector<std::string> linked_;  // what ROLE names: a master's replicas, a replica's master
   int promotable_ = 0;               // the replicas the sentinels could promote (SENTINEL REPLICAS)
-  // Sentinel members: the master the sentinels named, whether it said it is one, whether it may
-  // be one no more (a READONLY, a WAIT short of replicas, a timeout), the requests waiting for it,
-  // and the questions to the sentinels (which one is next, how many asked in this turn).
-  std::optional<ServerUrl> target_;
+  // Sentinel members: whether the master the sentinels named (target_) said it is one, whether it
+  // may be one no more (a READONLY, a WAIT short of replicas, a timeout), the requests waiting for
+  // it, and the questions to the sentinels (which one is next, how many asked in this turn).
   bool confirmed_ = false;
   bool stale_ = false;
   std::vector<const Script*> scripts_run_;  // scripts this connection's server answered (has cached)
@@ -198,11 +228,6 @@ class Connection {
   std::size_t sentinel_next_ = 0;
   std::size_t sentinels_tried_ = 0;
   std::string sentinel_error_;
-  // Subscriber role only.
-  std::vector<std::string> channels_;
-  ChannelCallback on_message_;
-  bool subscribed_ = false;
-  TimePoint next_open_ = kNever;
 };
 
 }  // namespace redlock

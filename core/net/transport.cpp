@@ -84,10 +84,10 @@ Transport::Transport(std::vector<ServerUrl> servers, TransportOptions options)
                              [](const ServerUrl& u) { return u.uses_tls(); });
   if (any_tls) tls_ = std::make_unique<TlsContext>(options_.tls);
   for (std::size_t i = 0; i < servers_.size(); ++i) {
-    commands_.push_back(connection(i, ConnectionRole::Commands));
+    auto config = connection_config(i, ConnectionRole::Commands);
+    commands_.push_back(std::make_unique<CommandConnection>(std::move(config), observer()));
     clusters_.push_back(servers_[i].is_cluster()
-                            ? std::make_unique<ClusterMember>(connection_config(i, ConnectionRole::Node),
-                                                              static_cast<ClusterMemberObserver&>(*this))
+                            ? std::make_unique<ClusterMember>(connection_config(i, ConnectionRole::Node), observer())
                             : nullptr);
   }
 }
@@ -105,10 +105,6 @@ ConnectionConfig Transport::connection_config(std::size_t server, ConnectionRole
   c.tls = tls_.get();
   c.member_wait = options_.member_wait;
   return c;
-}
-
-std::unique_ptr<Connection> Transport::connection(std::size_t server, ConnectionRole role) {
-  return std::make_unique<Connection>(connection_config(server, role), static_cast<ConnectionObserver&>(*this));
 }
 
 Duration Transport::cpu_wait() {
@@ -137,12 +133,14 @@ void Transport::run_until(const std::function<bool()>& done, TimePoint deadline)
     cpu_wait_.reset();  // read afresh once per turn, when a deadline needs it
     TimePoint now = Clock::now();
     TimePoint wake = deadline;
-    for (auto* group : {&commands_, &subscribers_}) {
-      for (auto& c : *group) {
-        c->expire(now);
-        c->maintain(now);
-        wake = std::min(wake, c->next_deadline());
-      }
+    for (auto& c : commands_) {
+      c->expire(now);
+      wake = std::min(wake, c->next_deadline());
+    }
+    for (auto& s : subscribers_) {
+      s->expire(now);
+      s->maintain(now);
+      wake = std::min(wake, s->next_deadline());
     }
     for (auto& m : clusters_) {
       if (!m) continue;
@@ -160,9 +158,8 @@ void Transport::run_until(const std::function<bool()>& done, TimePoint deadline)
 
     fds.clear();
     owners.clear();
-    for (auto* group : {&commands_, &subscribers_}) {
-      for (auto& c : *group) owners.push_back(c.get());
-    }
+    for (auto& c : commands_) owners.push_back(c.get());
+    for (auto& s : subscribers_) owners.push_back(s.get());
     for (auto* c : cluster_connections()) owners.push_back(c);
     std::erase_if(owners, [](Connection* c) { return c->events() == 0; });
     for (auto* c : owners) fds.push_back(pollfd{c->fd(), c->events(), 0});
@@ -193,8 +190,8 @@ void Transport::flush(TimePoint deadline) {
       deadline);
 }
 
-std::vector<Connection*> Transport::cluster_connections() const {
-  std::vector<Connection*> out;
+std::vector<CommandConnection*> Transport::cluster_connections() const {
+  std::vector<CommandConnection*> out;
   for (const auto& m : clusters_) {
     if (m) m->connections(out);
   }
@@ -235,7 +232,8 @@ void Transport::subscribe(const std::string& channel, MessageCallback on_message
 void Transport::subscribe_channels(std::vector<std::vector<std::string>> channels, ChannelCallback on_message) {
   if (subscribers_.empty()) {
     for (std::size_t i = 0; i < servers_.size(); ++i) {
-      subscribers_.push_back(connection(i, ConnectionRole::Subscriber));
+      subscribers_.push_back(
+          std::make_unique<Subscription>(connection_config(i, ConnectionRole::Subscriber), observer()));
     }
   }
   for (std::size_t i = 0; i < subscribers_.size(); ++i)

@@ -15,6 +15,7 @@
 #include "core/net/connection.hpp"
 #include "core/net/network.hpp"
 #include "core/net/server_url.hpp"
+#include "core/net/subscription.hpp"
 #include "core/net/tls.hpp"
 
 namespace redlock {
@@ -60,8 +61,8 @@ class Transport final : public Network, private ClusterMemberObserver {
  private:
   // What SERVER's connections in ROLE (and, as Node, a Cluster member) are built from.
   ConnectionConfig connection_config(std::size_t server, ConnectionRole role) const;
-  // A connection of SERVER's in ROLE, this transport its observer.
-  std::unique_ptr<Connection> connection(std::size_t server, ConnectionRole role);
+  // This transport, as what its connections and Cluster members tell and ask.
+  ClusterMemberObserver& observer() { return *this; }
   // Marks SERVER as a duplicate when another configured server reached the same endpoint; true if so.
   bool note_peer(std::size_t server) override;
   // Marks SERVER as a duplicate when another configured server has the same run_id.
@@ -71,15 +72,15 @@ class Transport final : public Network, private ClusterMemberObserver {
   std::optional<ServerUrl> subscriber_target(std::size_t server, const std::string& channel) override;
   std::string cluster_overlap(std::size_t server) const override;
   // Every connection of the Cluster members, for the event loop.
-  std::vector<Connection*> cluster_connections() const;
+  std::vector<CommandConnection*> cluster_connections() const;
   // This process's time waiting for a CPU (schedstat), read at most once per turn of the loop.
   Duration cpu_wait() override;
 
   std::vector<ServerUrl> servers_;
   TransportOptions options_;
   std::unique_ptr<TlsContext> tls_;
-  std::vector<std::unique_ptr<Connection>> commands_;
-  std::vector<std::unique_ptr<Connection>> subscribers_;
+  std::vector<std::unique_ptr<CommandConnection>> commands_;
+  std::vector<std::unique_ptr<Subscription>> subscribers_;
   std::vector<std::unique_ptr<ClusterMember>> clusters_;  // by server; empty for the others
   std::optional<sigset_t> wait_mask_;
   std::optional<Duration> cpu_wait_;
