@@ -11,8 +11,11 @@
 #include <string>
 #include <vector>
 
+#include "core/net/cluster_member.hpp"
+#include "core/net/connection.hpp"
 #include "core/net/network.hpp"
 #include "core/net/server_url.hpp"
+#include "core/net/subscription.hpp"
 #include "core/net/tls.hpp"
 
 namespace redlock {
@@ -27,7 +30,7 @@ struct TransportOptions {
   std::optional<int> member_wait;
 };
 
-class Transport final : public Network {
+class Transport final : public Network, private ClusterMemberObserver {
  public:
   // Throws a configuration error when a rediss:// server is listed and TLS cannot be set up.
   Transport(std::vector<ServerUrl> servers, TransportOptions options);
@@ -55,30 +58,29 @@ class Transport final : public Network {
   // there); nullptr leaves the mask alone.
   void set_wait_sigmask(const sigset_t* mask);
 
-  class Connection;     // internal
-  class ClusterMember;  // internal
-
  private:
+  // What SERVER's connections in ROLE (and, as Node, a Cluster member) are built from.
+  ConnectionConfig connection_config(std::size_t server, ConnectionRole role) const;
+  // This transport, as what its connections and Cluster members tell and ask.
+  ClusterMemberObserver& observer() { return *this; }
   // Marks SERVER as a duplicate when another configured server reached the same endpoint; true if so.
-  bool note_peer(std::size_t server);
-  void note_run_id(std::size_t server);
-  // Where Cluster member SERVER's subscriber goes for CHANNEL: the master of its slot, once known.
-  std::optional<ServerUrl> cluster_node_for(std::size_t server, const std::string& channel);
-  // Why Cluster member SERVER, whose slot map is known, would count a vote twice (a node of it
-  // listed as a member of its own, or a node of another Cluster member); empty when it would not.
-  std::string cluster_overlap(std::size_t server) const;
-  // Every connection of the Cluster members, for the event loop.
-  std::vector<Connection*> cluster_connections() const;
+  bool note_peer(std::size_t server) override;
+  // Marks SERVER as a duplicate when another configured server has the same run_id.
+  void note_run_id(std::size_t server) override;
   // Marks a standalone member that is a node of a listed Sentinel group as a duplicate.
-  void note_group();
+  void note_role(std::size_t server) override;
+  std::optional<ServerUrl> subscriber_target(std::size_t server, const std::string& channel) override;
+  std::string cluster_overlap(std::size_t server) const override;
+  // Every connection of the Cluster members, for the event loop.
+  std::vector<CommandConnection*> cluster_connections() const;
   // This process's time waiting for a CPU (schedstat), read at most once per turn of the loop.
-  Duration cpu_wait();
+  Duration cpu_wait() override;
 
   std::vector<ServerUrl> servers_;
   TransportOptions options_;
   std::unique_ptr<TlsContext> tls_;
-  std::vector<std::unique_ptr<Connection>> commands_;
-  std::vector<std::unique_ptr<Connection>> subscribers_;
+  std::vector<std::unique_ptr<CommandConnection>> commands_;
+  std::vector<std::unique_ptr<Subscription>> subscribers_;
   std::vector<std::unique_ptr<ClusterMember>> clusters_;  // by server; empty for the others
   std::optional<sigset_t> wait_mask_;
   std::optional<Duration> cpu_wait_;
