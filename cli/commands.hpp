@@ -105,7 +105,9 @@ OptionRow<Settings> slot_row(int Settings::*slot) {
   return {.flags = "--slot",
           .takes_value = true,
           .type_name = "N",
-          .help = "the semaphore slot the token holds, as in --slot \"$REDLOCK_SLOT\" in a run's command (else found from the token)",
+          .help =
+              "the semaphore slot the token holds, as in --slot \"$REDLOCK_SLOT\" in a run's command (else found from "
+              "the token)",
           .target = slot};
 }
 // --shared (REDLOCK_SHARED): the lock is taken, renewed and released as a reader of the shared

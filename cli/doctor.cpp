@@ -189,7 +189,8 @@ Json json_report(const DoctorReport& r, const DoctorOptions& options) {
 }
 
 int run_doctor_command(const DoctorCliOptions& o, const GlobalOptions& global) {
-  refuse_cluster_members(global, "doctor", "its checks ask one server each; check each master of the cluster as redis://HOST:PORT");
+  refuse_cluster_members(global, "doctor",
+                         "its checks ask one server each; check each master of the cluster as redis://HOST:PORT");
   DoctorOptions options;
   options.ttl = ttl_option(o.ttl, "--ttl");
   options.timeout = request_timeout(global);

@@ -376,7 +376,9 @@ Named name_variables(std::string message, const CLI::App& app, const GlobalOptio
   return {message, from_file};
 }
 
-int usage_status(const Named& named) { return named.from_file ? exit_code::kConfig : exit_code::kUsage; }
+int usage_status(const Named& named) {
+  return named.from_file ? exit_code::kConfig : exit_code::kUsage;
+}
 
 // CLI11's "Could not convert: --json = junk", said as what is wrong.
 std::string conversion_message(const CLI::App& app, const std::string& message) {

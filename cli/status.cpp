@@ -59,8 +59,8 @@ void print_table(const StatusOptions& o, const StatusResult& r) {
   for (const auto& s : r.servers) {
     // A key of another type has no value to show: its type says what holds the name.
     const bool other_type = s.ok && s.type != "none" && s.type != "string";
-    std::string value = s.value        ? printable(*s.value)
-                        : other_type   ? "(a " + printable(s.type) + ")"
+    std::string value = s.value           ? printable(*s.value)
+                        : other_type      ? "(a " + printable(s.type) + ")"
                         : s.error.empty() ? ""
                                           : s.error;
     print_row(width, s.server, std::string(s.result_name()), s.ok ? ttl_text(s.ttl_ms) : "-", value);

@@ -31,8 +31,9 @@ bool HandOffWatch::observe(TimePoint now, bool held_up_by_queue, const std::vect
   }
   // A head not seen in this hold-up is another hand-off (the queue moved on); fewer heads are the
   // same one (a server held for a moment by a split vote names none).
-  const bool other = std::any_of(heads.begin(), heads.end(),
-                                 [&](const std::string& h) { return std::find(heads_.begin(), heads_.end(), h) == heads_.end(); });
+  const bool other = std::any_of(heads.begin(), heads.end(), [&](const std::string& h) {
+    return std::find(heads_.begin(), heads_.end(), h) == heads_.end();
+  });
   if (!held_since_ || other) {
     held_since_ = now;
     heads_.clear();

@@ -23,8 +23,16 @@
 
 namespace redlock::faults {
 
-enum class Fault { ReleaseAny, NoValidity, HalfQuorum, InheritAnyToken, SemaphoreExtraSlot, SemaphoreMajority,
-                   SharedIgnoresWriter, FairIgnoresQueue };
+enum class Fault {
+  ReleaseAny,
+  NoValidity,
+  HalfQuorum,
+  InheritAnyToken,
+  SemaphoreExtraSlot,
+  SemaphoreMajority,
+  SharedIgnoresWriter,
+  FairIgnoresQueue
+};
 
 // The faults named in NAMES (comma-separated; unknown names are ignored) are on from now on.
 void choose(std::string_view names);

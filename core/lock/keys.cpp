@@ -75,8 +75,8 @@ bool keys_share_slot(const std::string& key) {
   if (!key.empty() && key.find_first_of("{}") == std::string::npos) return true;
   const int slot = key_slot(key);
   auto same = [slot](const LockKeys& k) {
-    for (const std::string* name : {&k.lock, &k.fence, &k.owner, &k.channel, &k.waiters, &k.readers, &k.writers,
-                                    &k.reader_owners}) {
+    for (const std::string* name :
+         {&k.lock, &k.fence, &k.owner, &k.channel, &k.waiters, &k.readers, &k.writers, &k.reader_owners}) {
       if (key_slot(*name) != slot) return false;
     }
     return key_slot(waiter_key(k, "0")) == slot;
@@ -86,9 +86,9 @@ bool keys_share_slot(const std::string& key) {
 }
 
 bool is_helper_key(const std::string& key) {
-  for (const char* suffix : {":redlock:fence", ":redlock:owner", ":redlock:wake", ":redlock:limit", ":redlock:waiters",
-                             ":redlock:readers", ":redlock:writers", ":redlock:readerowners", ":redlock:ticket",
-                             ":redlock:fair"}) {
+  for (const char* suffix :
+       {":redlock:fence", ":redlock:owner", ":redlock:wake", ":redlock:limit", ":redlock:waiters", ":redlock:readers",
+        ":redlock:writers", ":redlock:readerowners", ":redlock:ticket", ":redlock:fair"}) {
     if (ends_with(key, suffix)) return true;
   }
   // A waiter's heartbeat key: ":redlock:waiter:" and hex digits.

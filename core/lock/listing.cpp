@@ -269,8 +269,8 @@ std::optional<std::size_t> majority_limit(const std::vector<std::optional<LockRe
   for (const auto& r : limits) {
     if (r && r->type == "string" && r->value) ++votes[*r->value];
   }
-  const auto most = std::max_element(votes.begin(), votes.end(),
-                                     [](const auto& a, const auto& b) { return a.second < b.second; });
+  const auto most =
+      std::max_element(votes.begin(), votes.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
   if (most == votes.end() || most->first.empty() || most->first.size() > 9 ||
       most->first.find_first_not_of("0123456789") != std::string::npos) {
     return std::nullopt;

@@ -35,9 +35,9 @@ struct ListedLock {
   // A semaphore's: held when a slot is, unknown when a slot's state is, free when every slot is,
   // partial otherwise; its fence the highest slot's, servers_held the most servers holding a slot.
   LockVerdict verdict;
-  std::string mode = "mutex";          // or "semaphore", or "shared" (held by readers)
-  std::optional<std::size_t> limit;    // a semaphore's stored limit (the value on most servers)
-  std::vector<ListedSlot> holders;     // a semaphore's held slots, in slot order
+  std::string mode = "mutex";        // or "semaphore", or "shared" (held by readers)
+  std::optional<std::size_t> limit;  // a semaphore's stored limit (the value on most servers)
+  std::vector<ListedSlot> holders;   // a semaphore's held slots, in slot order
 };
 
 struct ListResult {

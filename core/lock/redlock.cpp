@@ -281,8 +281,8 @@ Request acquire_request(const LockSpec& spec, const std::string& owner) {
   std::string ttls = ms_count(spec.ttl) + " " + ms_count(spec.fence_ttl);
   if (!spec.waiter.empty()) ttls += " " + spec.waiter + " " + ms_count(spec.heartbeat);
   const bool barge = spec.barge || faults::enabled(faults::Fault::FairIgnoresQueue);
-  const std::string flags = std::string(spec.fair ? "f" : "") + (barge ? "b" : "") +
-                            (spec.report_place || spec.max_queue > 0 ? "p" : "");
+  const std::string flags =
+      std::string(spec.fair ? "f" : "") + (barge ? "b" : "") + (spec.report_place || spec.max_queue > 0 ? "p" : "");
   if (!spec.waiter.empty() && !flags.empty()) ttls += " " + flags;
   Request r = Request::eval(kAcquireScript, {k.lock, k.fence, k.owner}, {spec.token, ttls, owner, k.channel});
   r.replicated = true;
@@ -854,7 +854,8 @@ class QueueTurn {
     const std::string queue = spec.keys.waiters, id = spec.waiter;
     Round round(network_, fix, [&](std::size_t i) {
       network_.send(i, Request::command({"ZADD", queue, "XX", ticket, id}), [](Result) {});
-      Request req = Request::eval(kFenceScript, {queue_helper(spec.keys, "ticket")}, {ticket, ms_count(spec.fence_ttl)});
+      Request req =
+          Request::eval(kFenceScript, {queue_helper(spec.keys, "ticket")}, {ticket, ms_count(spec.fence_ttl)});
       req.with_body = true;
       return req;
     });

@@ -211,7 +211,7 @@ struct StatusResult {
   std::int64_t ttl_ms = -2;          // held: how long a quorum still holds it (−1: no expiry)
   std::optional<std::string> owner;  // held: the owner record's text, when there is one
   std::optional<std::int64_t> since_unix_ms;
-  std::int64_t fence = 0;  // the highest fencing counter seen
+  std::int64_t fence = 0;          // the highest fencing counter seen
   std::vector<QueuedPlace> queue;  // the live waiters queued on any server, next to be served first
   Duration elapsed{};
   Tally tally;

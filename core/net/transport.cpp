@@ -80,8 +80,7 @@ Request Request::command(std::vector<std::string> argv) {
 
 Transport::Transport(std::vector<ServerUrl> servers, TransportOptions options)
     : servers_(std::move(servers)), options_(std::move(options)) {
-  bool any_tls = std::any_of(servers_.begin(), servers_.end(),
-                             [](const ServerUrl& u) { return u.uses_tls(); });
+  bool any_tls = std::any_of(servers_.begin(), servers_.end(), [](const ServerUrl& u) { return u.uses_tls(); });
   if (any_tls) tls_ = std::make_unique<TlsContext>(options_.tls);
   for (std::size_t i = 0; i < servers_.size(); ++i) {
     auto config = connection_config(i, ConnectionRole::Commands);

@@ -38,11 +38,10 @@ std::size_t number_length(std::string_view text, bool& digits) {
 // Milliseconds per UNIT; 0 for a unit that is not one. Go's and etcd's units, and systemd's words.
 double unit_ms(std::string_view unit) {
   constexpr std::pair<std::string_view, double> kUnits[] = {
-      {"us", 1e-3},      {"usec", 1e-3},     {"ms", 1.0},         {"msec", 1.0},      {"s", 1e3},
-      {"sec", 1e3},      {"second", 1e3},    {"seconds", 1e3},    {"m", 60e3},        {"min", 60e3},
-      {"minute", 60e3},  {"minutes", 60e3},  {"h", 3600e3},       {"hr", 3600e3},     {"hour", 3600e3},
-      {"hours", 3600e3}, {"d", 86400e3},     {"day", 86400e3},    {"days", 86400e3},  {"w", 604800e3},
-      {"week", 604800e3}, {"weeks", 604800e3}};
+      {"us", 1e-3},      {"usec", 1e-3},   {"ms", 1.0},        {"msec", 1.0},      {"s", 1e3},       {"sec", 1e3},
+      {"second", 1e3},   {"seconds", 1e3}, {"m", 60e3},        {"min", 60e3},      {"minute", 60e3}, {"minutes", 60e3},
+      {"h", 3600e3},     {"hr", 3600e3},   {"hour", 3600e3},   {"hours", 3600e3},  {"d", 86400e3},   {"day", 86400e3},
+      {"days", 86400e3}, {"w", 604800e3},  {"week", 604800e3}, {"weeks", 604800e3}};
   for (const auto& [name, ms] : kUnits) {
     if (unit == name) return ms;
   }

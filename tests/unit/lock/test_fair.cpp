@@ -30,7 +30,9 @@ TEST_CASE("choose_ticket: the highest, written back unless a quorum drew it") {
     CHECK(c->ticket == 6);
     CHECK(c->write_back);
   }
-  SUBCASE("nobody queued the waiter") { CHECK_FALSE(choose_ticket({0, 0, 0}, 2)); }
+  SUBCASE("nobody queued the waiter") {
+    CHECK_FALSE(choose_ticket({0, 0, 0}, 2));
+  }
 }
 
 TEST_CASE("queue_place: the median of the places known") {

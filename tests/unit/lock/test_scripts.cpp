@@ -23,10 +23,9 @@ std::string sha1_hex(std::string_view body) {
 }  // namespace
 
 TEST_CASE("each embedded script's SHA1 is the SHA1 of the body sent with EVAL") {
-  for (const Script* s :
-       {&kAcquireScript, &kReleaseScript, &kExtendScript, &kHealScript, &kFenceScript, &kStatusScript, &kListScript,
-        &kProbeScript, &kMajorityScript, &kJoinScript, &kStayScript, &kLeaveScript, &kQueueScript, &kWithdrawScript,
-        &kReadersScript, &kRejoinScript}) {
+  for (const Script* s : {&kAcquireScript, &kReleaseScript, &kExtendScript, &kHealScript, &kFenceScript, &kStatusScript,
+                          &kListScript, &kProbeScript, &kMajorityScript, &kJoinScript, &kStayScript, &kLeaveScript,
+                          &kQueueScript, &kWithdrawScript, &kReadersScript, &kRejoinScript}) {
     CAPTURE(s->name);
     CHECK(s->body.size() > 50);
     CHECK(s->sha1 == sha1_hex(s->body));

@@ -42,9 +42,9 @@ TEST_CASE("durations: compound forms as Go and systemd write them") {
 }
 
 TEST_CASE("durations: bad input is a usage error that names the option") {
-  for (const char* bad : {"",    "-1", "-1s",  "abc",  "1x",    "1secs",  "s",   "1.2.3", "1 s 2", "ms",     ".",
-                          "1e3", "+1", "0x10", "1m30", "30 1m", "1m-30s", "1mm", "m1",    "1m.s",  "   ",    "1m30x",
-                          "1M",  "5 minutess", " -1s"}) {
+  for (const char* bad :
+       {"",     "-1",   "-1s",   "abc",    "1x",  "1secs", "s",    "1.2.3", "1 s 2", "ms", ".",          "1e3", "+1",
+        "0x10", "1m30", "30 1m", "1m-30s", "1mm", "m1",    "1m.s", "   ",   "1m30x", "1M", "5 minutess", " -1s"}) {
     CAPTURE(bad);
     try {
       parse_duration(bad, "--wait");
