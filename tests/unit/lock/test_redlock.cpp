@@ -1,5 +1,9 @@
 #include <doctest/doctest.h>
 
+#include <cstdint>
+#include <string>
+#include <vector>
+
 #include "core/lock/redlock.hpp"
 #include "core/util/error.hpp"
 #include "fake_network.hpp"
@@ -29,6 +33,12 @@ WaitOptions wait_for(FakeNetwork& net, Duration d) {
   w.wait = true;
   w.deadline = net.now() + d;
   return w;
+}
+
+// Server i's fencing counter of "job" is COUNTERS[i].
+void set_fences(FakeNetwork& net, const std::vector<std::int64_t>& counters) {
+  for (std::size_t i = 0; i < counters.size(); ++i)
+    net.set(i, "{job}:redlock:fence", std::to_string(counters[i]), 1000h);
 }
 
 // Another redlock client holds the lock everywhere: with an owner record, as redlock holders keep.
@@ -188,11 +198,8 @@ TEST_CASE("the validity asked for is checked again after the fence's second roun
   LockSpec s = spec("tok", 200ms);
   s.min_validity = 100ms;
   FakeNetwork net(3);
-  std::int64_t before[] = {1, 5, 9};
-  for (std::size_t i = 0; i < 3; ++i) {
-    net.servers[i].latency = 60ms;
-    net.set(i, "{job}:redlock:fence", std::to_string(before[i]), 1000h);
-  }
+  set_fences(net, {1, 5, 9});
+  for (auto& server : net.servers) server.latency = 60ms;
   auto r = Redlock(net).acquire(s, no_wait());
   CHECK(r.outcome == AcquireOutcome::NoQuorum);
   CHECK(r.message == "a quorum answered with 76ms of the lock's validity left, not more than the 100ms needed");
@@ -266,8 +273,7 @@ TEST_CASE("fence: agreeing counters need no second round; disagreeing ones are w
   FakeNetwork net(5);
   Redlock lock(net);
   // Counters 7, 7, 3, 9, 0: after taking the lock they are 8, 8, 4, 10, 1 — no quorum agrees.
-  std::int64_t before[] = {7, 7, 3, 9, 0};
-  for (std::size_t i = 0; i < 5; ++i) net.set(i, "{job}:redlock:fence", std::to_string(before[i]), 1000h);
+  set_fences(net, {7, 7, 3, 9, 0});
   auto r = lock.acquire(spec(), no_wait());
   REQUIRE(r.outcome == AcquireOutcome::Acquired);
   // Any fence stored on a quorum before is at most 7 (the third-highest counter).
@@ -291,8 +297,7 @@ TEST_CASE("fence: agreeing counters need no second round; disagreeing ones are w
 TEST_CASE("fence: a quorum that agrees sends its fence to a lagging server, as no vote") {
   FakeNetwork net(5);
   Redlock lock(net);
-  std::int64_t before[] = {7, 7, 7, 7, 2};
-  for (std::size_t i = 0; i < 5; ++i) net.set(i, "{job}:redlock:fence", std::to_string(before[i]), 1000h);
+  set_fences(net, {7, 7, 7, 7, 2});
   auto r = lock.acquire(spec(), no_wait());
   REQUIRE(r.outcome == AcquireOutcome::Acquired);
   CHECK(r.fence == 8);
