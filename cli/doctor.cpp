@@ -63,6 +63,11 @@ void print_wrapped(const std::string& text, const std::string& indent, std::size
   if (!line.empty()) std::printf("%s%s\n", indent.c_str(), line.c_str());
 }
 
+// A server as a line names it: a Cluster member's master by its address too.
+std::string server_name(const ServerFacts& f) {
+  return f.node.empty() ? f.server : f.server + " (" + f.node + ")";
+}
+
 void print_plain(const DoctorReport& r, const DoctorOptions& options) {
   std::printf("redlock doctor: %zu servers, a quorum is %zu; --ttl %s, --timeout %s\n\n", r.reachable.total,
               r.reachable.needed(), format_duration(options.ttl).c_str(), format_duration(options.timeout).c_str());
@@ -70,7 +75,7 @@ void print_plain(const DoctorReport& r, const DoctorOptions& options) {
     std::printf("%-8s %-15s %s\n", std::string(verdict_name(c.verdict)).c_str(), c.name.c_str(),
                 escaped(c.summary).c_str());
     for (const auto& note : c.notes) {
-      std::printf("%25s- %s: %s\n", "", r.servers[note.server].server.c_str(), escaped(note.text).c_str());
+      std::printf("%25s- %s: %s\n", "", server_name(r.servers[note.server]).c_str(), escaped(note.text).c_str());
     }
     if (!c.advice.empty()) print_wrapped(c.advice, std::string(25, ' '), 100);
   }
@@ -147,6 +152,8 @@ Json json_report(const DoctorReport& r, const DoctorOptions& options) {
     const ServerFacts& f = r.servers[i];
     Json s;
     s["server"] = f.server;
+    s["member"] = f.server;
+    s["resolved"] = f.node.empty() ? Json(nullptr) : Json(f.node);
     s["reachable"] = f.reachable;
     s["duplicate"] = f.duplicate;
     s["error"] = f.error.empty() ? Json(nullptr) : Json(f.error);
@@ -164,6 +171,7 @@ Json json_report(const DoctorReport& r, const DoctorOptions& options) {
     s["fence_keys"] = f.fence_keys ? Json(*f.fence_keys) : Json(nullptr);
     s["fence_keys_complete"] = f.fence_keys ? Json(f.fence_scan_complete) : Json(nullptr);
     s["sentinels"] = json_sentinels(f.sentinels);
+    s["cluster_state"] = f.cluster_state ? Json(*f.cluster_state) : Json(nullptr);
     servers.push_back(std::move(s));
   }
   j["servers"] = servers;
@@ -176,8 +184,12 @@ Json json_report(const DoctorReport& r, const DoctorOptions& options) {
     check["advice"] = c.advice.empty() ? Json(nullptr) : Json(c.advice);
     auto notes = Json::array();
     for (const auto& note : c.notes) {
-      notes.push_back(
-          {{"server", r.servers[note.server].server}, {"verdict", verdict_name(note.verdict)}, {"detail", note.text}});
+      const ServerFacts& f = r.servers[note.server];
+      notes.push_back({{"server", f.server},
+                       {"member", f.server},
+                       {"resolved", f.node.empty() ? Json(nullptr) : Json(f.node)},
+                       {"verdict", verdict_name(note.verdict)},
+                       {"detail", note.text}});
     }
     check["servers"] = notes;
     checks.push_back(std::move(check));
@@ -189,14 +201,13 @@ Json json_report(const DoctorReport& r, const DoctorOptions& options) {
 }
 
 int run_doctor_command(const DoctorCliOptions& o, const GlobalOptions& global) {
-  refuse_cluster_members(global, "doctor",
-                         "its checks ask one server each; check each master of the cluster as redis://HOST:PORT");
   DoctorOptions options;
   options.ttl = ttl_option(o.ttl, "--ttl");
   options.timeout = request_timeout(global);
   options.probe_key = doctor_probe_key(global.prefix);
   options.prefix = global.prefix;
   options.member_wait = member_wait(global).value_or(1) > 0;
+  options.member_wait_replicas = member_wait(global);
   auto transport = connect_servers(global);
   for (const auto& line : setting_origins(global)) verbose(global, 1, line);
   Sentinels sentinels = connect_sentinels(global, options.timeout);

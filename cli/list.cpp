@@ -95,8 +95,6 @@ Json json_lock(const ListedLock& lock) {
 }
 
 int run_list(const ListCliOptions& o, const GlobalOptions& global) {
-  refuse_cluster_members(global, "list",
-                         "it walks each server's keyspace with SCAN, which a cluster spreads over its masters");
   auto transport = connect_servers(global);
   ListOptions options;
   options.prefix = global.prefix;

@@ -182,13 +182,6 @@ std::vector<ServerUrl> configured_servers(const GlobalOptions& options) {
   return servers;
 }
 
-void refuse_cluster_members(const GlobalOptions& options, const std::string& command, const std::string& why) {
-  for (const auto& s : configured_servers(options)) {
-    if (!s.is_cluster()) continue;
-    config_error(command + " does not support cluster members (" + s.redacted() + "): " + why);
-  }
-}
-
 Credentials resolve_credentials(const GlobalOptions& options) {
   Credentials c;
   c.servers = configured_servers(options);

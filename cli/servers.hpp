@@ -17,9 +17,6 @@ namespace redlock::cli {
 // The servers from --servers, else REDLOCK_SERVERS (also from the configuration file), else
 // redis://127.0.0.1:6379; checked for duplicate addresses. Throws configuration errors.
 std::vector<ServerUrl> configured_servers(const GlobalOptions& options);
-// Throws a configuration error naming COMMAND when a cluster:// member is configured: for the
-// commands that read every key of each server (list, doctor), which a cluster member does not serve.
-void refuse_cluster_members(const GlobalOptions& options, const std::string& command, const std::string& why);
 
 // The configured servers with their passwords, and the user and password of those whose URL names
 // none. A server's password: its URL's, else that of the enclosing run's URL for the same address

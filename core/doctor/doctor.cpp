@@ -3,11 +3,14 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdio>
+#include <exception>
+#include <functional>
 #include <set>
 
 #include "core/lock/keys.hpp"
 #include "core/lock/scripts.hpp"
 #include "core/lock/token.hpp"
+#include "core/net/cluster.hpp"
 #include "core/net/fanout.hpp"
 #include "core/net/sentinel.hpp"
 #include "core/util/duration.hpp"
@@ -80,6 +83,11 @@ std::vector<bool> voters(const std::vector<ServerFacts>& servers) {
   return out;
 }
 
+// The member server I belongs to (see ServerFacts::member).
+std::size_t member_of(const std::vector<ServerFacts>& servers, std::size_t i) {
+  return servers[i].member.value_or(i);
+}
+
 std::optional<std::int64_t> to_int(std::string_view text) {
   std::int64_t v = 0;
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
@@ -138,6 +146,19 @@ void read_info_persistence(ServerFacts& f, const Result& r) {
 
 void read_info_cluster(ServerFacts& f, const Result& r) {
   read_info_flag(r, "cluster", "cluster_enabled", f.cluster_enabled, f.cluster_error);
+}
+
+void read_cluster_state(ServerFacts& f, const Result& r) {
+  if (!r.ok() || r.reply.type != Reply::Type::String) {
+    f.cluster_state_error = r.ok() ? "unexpected reply to CLUSTER INFO" : failure_text(r);
+    return;
+  }
+  auto info = parse_info(r.reply.str);
+  if (auto it = info.find("cluster_state"); it != info.end()) {
+    f.cluster_state = it->second;
+  } else {
+    f.cluster_state_error = "CLUSTER INFO has no cluster_state";
+  }
 }
 
 void read_appendfsync(ServerFacts& f, const Result& r) {
@@ -221,6 +242,7 @@ enum Probe : std::size_t {
   kLeftOver,
   kSubscribe,
   kUnsubscribe,
+  kClusterInfo,  // a Cluster member's masters only
   kProbeCount
 };
 
@@ -249,7 +271,7 @@ const char* probe_name(std::size_t k) {
   }
 }
 
-std::vector<Request> probe_requests(const LockKeys& keys, const std::string& token) {
+std::vector<Request> probe_requests(const LockKeys& keys, const std::string& token, bool cluster_node) {
   const std::string ttl_ms = std::to_string(std::chrono::duration_cast<Millis>(kProbeTtl).count());
   std::vector<Request> r(kProbeCount);
   r[kRole] = Request::command({"ROLE"});
@@ -287,6 +309,9 @@ std::vector<Request> probe_requests(const LockKeys& keys, const std::string& tok
   r[kSubscribe] = Request::command({"SUBSCRIBE", keys.channel});
   // Back to normal mode; redlock itself never unsubscribes, so a refusal here is not reported.
   r[kUnsubscribe] = Request::command({"UNSUBSCRIBE", keys.channel});
+  // Whether the cluster serves at all (a standalone server refuses the question).
+  r[kClusterInfo] = Request::command({"CLUSTER", "INFO"});
+  if (!cluster_node) r.pop_back();
   return r;
 }
 
@@ -373,12 +398,13 @@ void read_sentinel(SentinelFacts& f, const std::string& address, const Result& q
   }
 }
 
-// Every seed sentinel at once, CKQUORUM and REPLICAS of each master it is asked about in one pipeline.
-void ask_sentinels(SentinelSeeds& sentinels, std::vector<ServerFacts>& facts) {
+// Every seed sentinel at once (FACT_OF: a member's index to its facts'), CKQUORUM and REPLICAS of each master it is asked about in one pipeline.
+void ask_sentinels(SentinelSeeds& sentinels, const std::vector<std::size_t>& fact_of, std::vector<ServerFacts>& facts) {
   for (const auto& seed : sentinels.seeds) {
     for (const auto& q : seed.questions) {
-      if (!facts[q.member].sentinels) facts[q.member].sentinels.emplace();
-      ++facts[q.member].sentinels->listed;
+      ServerFacts& f = facts[fact_of.at(q.member)];
+      if (!f.sentinels) f.sentinels.emplace();
+      ++f.sentinels->listed;
     }
   }
   Network& network = sentinels.network;
@@ -397,8 +423,8 @@ void ask_sentinels(SentinelSeeds& sentinels, std::vector<ServerFacts>& facts) {
   for (std::size_t k = 0; k < sentinels.seeds.size(); ++k) {
     const auto& questions = sentinels.seeds[k].questions;
     for (std::size_t n = 0; n < questions.size(); ++n) {
-      read_sentinel(*facts[questions[n].member].sentinels, sentinels.seeds[k].address, *batch.result(k, 2 * n),
-                    *batch.result(k, 2 * n + 1));
+      read_sentinel(*facts[fact_of.at(questions[n].member)].sentinels, sentinels.seeds[k].address,
+                    *batch.result(k, 2 * n), *batch.result(k, 2 * n + 1));
     }
   }
 }
@@ -496,13 +522,14 @@ std::optional<ClockSkew> measure_skew(const std::vector<std::optional<ClockSampl
 Check check_reachable(const std::vector<ServerFacts>& servers) {
   Check c;
   c.name = "reachable";
-  const std::size_t n = servers.size();
+  const std::size_t n = count_members(servers);
   const std::size_t needed = quorum_size(n);
   const std::vector<bool> votes = voters(servers);
-  std::size_t up = 0;
-  for (std::size_t i = 0; i < n; ++i) {
+  const std::vector<bool> members = member_votes(servers);
+  const std::size_t up = static_cast<std::size_t>(std::count(members.begin(), members.end(), true));
+  for (std::size_t i = 0; i < servers.size(); ++i) {
     if (votes[i]) {
-      ++up;
+      continue;
     } else if (!servers[i].reachable) {
       c.notes.push_back({i, Verdict::Warn, servers[i].error});
     } else if (not_a_master(servers[i])) {
@@ -561,6 +588,8 @@ Check check_master(const std::vector<ServerFacts>& servers) {
     if (!askable(f)) continue;
     if (!f.role) {
       c.notes.push_back({i, Verdict::Unknown, "ROLE refused or failed (" + f.role_error + ")"});
+    } else if (*f.role == "master" && f.cluster_member) {
+      // With replicas its votes wait for WAIT (member-wait); without, it is a standalone master's vote.
     } else if (*f.role == "master" && f.sentinel_member) {
       if (f.replicas == 0) {
         c.notes.push_back({i, Verdict::Warn, "a Sentinel group's master without replicas: a failover loses its locks"});
@@ -581,6 +610,8 @@ Check check_master(const std::vector<ServerFacts>& servers) {
     case Verdict::Ok:
       c.summary = std::any_of(servers.begin(), servers.end(), [](const ServerFacts& f) { return f.sentinel_member; })
                       ? "every server is a master (a Sentinel group's with replicas, the others without)"
+                  : std::any_of(servers.begin(), servers.end(), [](const ServerFacts& f) { return f.cluster_member; })
+                      ? "every server is a master (a Cluster member's with or without replicas, the others without)"
                       : "every server is a master without replicas";
       break;
     case Verdict::Unknown:
@@ -609,22 +640,54 @@ void conclude(Check& c, const std::string& ok, const std::string& unknown, const
 
 }  // namespace
 
+namespace {
+
+// A Cluster member's master: the cluster must serve (cluster_state:ok), or it refuses every command.
+void note_cluster_state(Check& c, std::size_t i, const ServerFacts& f, std::size_t& down) {
+  if (!f.cluster_state) {
+    c.notes.push_back({i, Verdict::Unknown, "CLUSTER INFO refused or failed (" + f.cluster_state_error + ")"});
+  } else if (*f.cluster_state != "ok") {
+    ++down;
+    c.notes.push_back({i, Verdict::Fail,
+                       f.node + " says cluster_state:" + *f.cluster_state + ": the cluster refuses commands until ok"});
+  }
+}
+
+}  // namespace
+
 Check check_cluster(const std::vector<ServerFacts>& servers) {
   Check c;
   c.name = "cluster";
+  std::size_t standalone = 0, nodes = 0, down = 0;
   for (std::size_t i = 0; i < servers.size(); ++i) {
     const ServerFacts& f = servers[i];
     if (!askable(f)) continue;
+    if (f.cluster_member) {
+      note_cluster_state(c, i, f, down);
+      continue;
+    }
+    ++standalone;
     if (!f.cluster_enabled) {
       c.notes.push_back({i, Verdict::Unknown, "INFO cluster refused or failed (" + f.cluster_error + ")"});
     } else if (*f.cluster_enabled) {
+      ++nodes;
       c.notes.push_back({i, Verdict::Fail, "a node of a Redis Cluster (cluster_enabled:1)"});
     }
   }
-  conclude(c, "no server is a cluster node", "some servers would not say whether they are cluster nodes",
-           are(count_notes(c.notes, Verdict::Fail), count_askable(servers)) + " nodes of a Redis Cluster",
-           "A cluster node holds the keys of its own slots only and answers the others with MOVED, and two "
-           "nodes of one cluster are not independent votes. List standalone masters (or Sentinel groups).");
+  const bool members = standalone < count_askable(servers);
+  std::string bad = nodes ? are(nodes, standalone) + " nodes of a Redis Cluster" : "";
+  if (down) bad += (bad.empty() ? "" : "; ") + plural(down, "master", "masters") + " of Cluster members not serving";
+  conclude(c,
+           members ? "no standalone server is a cluster node; every Cluster member's masters say cluster_state:ok"
+                   : "no server is a cluster node",
+           "some servers would not say whether they are cluster nodes, or their cluster's state", bad,
+           std::string(nodes ? "A cluster node holds the keys of its own slots only and answers the others with "
+                               "MOVED, and two nodes of one cluster are not independent votes. List standalone "
+                               "masters, Sentinel groups, or the cluster as one cluster:// member. "
+                             : "") +
+               (down ? "A cluster that is not ok (slots without a master, a majority of masters unreachable) "
+                       "refuses every command: that member gives no vote until it is ok again."
+                     : ""));
   return c;
 }
 
@@ -654,19 +717,29 @@ Check check_eviction(const std::vector<ServerFacts>& servers) {
 Check check_member_wait(const std::vector<ServerFacts>& servers, const DoctorOptions& options) {
   Check c;
   c.name = "member-wait";
+  const int wanted = options.member_wait_replicas.value_or(0);
   for (std::size_t i = 0; i < servers.size(); ++i) {
     const ServerFacts& f = servers[i];
-    if (!askable(f) || !f.sentinel_member || f.wait_error.empty()) continue;
-    c.notes.push_back({i, options.member_wait ? Verdict::Fail : Verdict::Warn,
-                       "WAIT refused (" + f.wait_error + ")" +
-                           (options.member_wait ? ": its votes cannot be confirmed and never count"
-                                                : ": its votes count unconfirmed (--member-wait 0)")});
+    if (!askable(f) || !(f.sentinel_member || f.cluster_member)) continue;
+    if (!f.wait_error.empty()) {
+      c.notes.push_back({i, options.member_wait ? Verdict::Fail : Verdict::Warn,
+                         "WAIT refused (" + f.wait_error + ")" +
+                             (options.member_wait ? ": its votes cannot be confirmed and never count"
+                                                  : ": its votes count unconfirmed (--member-wait 0)")});
+    } else if (f.role == "master" && f.replicas < static_cast<std::size_t>(wanted)) {
+      c.notes.push_back({i, Verdict::Fail,
+                         "--member-wait " + std::to_string(wanted) + ", but " + (f.node.empty() ? "its master" : f.node) +
+                             " has " + plural(f.replicas, "replica", "replicas") +
+                             ": WAIT cannot confirm its votes, which never count"});
+    }
   }
-  conclude(c, "every Sentinel member's master answers WAIT (or there is no Sentinel member)", "",
-           are(count_notes(c.notes, Verdict::Warn), count_askable(servers)) + " Sentinel members refusing WAIT",
-           "A Sentinel member's vote counts once WAIT confirms a replica has it, since a failover loses what "
-           "the promoted replica lacked. Where the service refuses WAIT, that member cannot vote; "
-           "--member-wait 0 counts its votes unconfirmed, and a failover may then lose a held lock.");
+  conclude(c, "every Sentinel or Cluster member's master answers WAIT" +
+                  std::string(wanted ? " and has the replicas --member-wait names" : "") + " (or there is none)",
+           "", are(count_notes(c.notes, Verdict::Warn), count_askable(servers)) + " members whose votes WAIT cannot confirm",
+           "A Sentinel or Cluster member's vote counts once WAIT confirms a replica has it, since a failover loses "
+           "what the promoted replica lacked. Where the service refuses WAIT, or a master has fewer replicas than "
+           "--member-wait names, that member cannot vote; --member-wait 0 counts its votes unconfirmed, and a "
+           "failover may then lose a held lock.");
   return c;
 }
 
@@ -1038,6 +1111,37 @@ Check check_latency(const std::vector<ServerFacts>& servers, const DoctorOptions
   return c;
 }
 
+std::size_t count_members(const std::vector<ServerFacts>& servers) {
+  std::set<std::size_t> members;
+  for (std::size_t i = 0; i < servers.size(); ++i) members.insert(member_of(servers, i));
+  return members.size();
+}
+
+std::vector<bool> member_votes(const std::vector<ServerFacts>& servers) {
+  const std::vector<bool> votes = voters(servers);
+  std::map<std::size_t, std::size_t> at;  // member -> its entry in OUT
+  std::vector<bool> out;
+  for (std::size_t i = 0; i < servers.size(); ++i) {
+    auto [it, fresh] = at.emplace(member_of(servers, i), out.size());
+    if (fresh) out.push_back(true);
+    out[it->second] = out[it->second] && votes[i];
+  }
+  return out;
+}
+
+std::string key_in_slots(const std::string& base, const std::vector<std::pair<int, int>>& slots) {
+  auto served = [&](const std::string& key) {
+    const int slot = key_slot(key);
+    return std::any_of(slots.begin(), slots.end(), [slot](const auto& r) { return r.first <= slot && slot <= r.second; });
+  };
+  if (slots.empty() || served(base)) return base;
+  for (int n = 0; n < kProbeKeyTries; ++n) {
+    std::string key = base + ":" + std::to_string(n);
+    if (served(key)) return key;
+  }
+  return base;
+}
+
 DoctorReport assess(std::vector<ServerFacts> facts, const DoctorOptions& options) {
   DoctorReport report;
   report.servers = std::move(facts);
@@ -1048,7 +1152,7 @@ DoctorReport assess(std::vector<ServerFacts> facts, const DoctorOptions& options
   const auto& s = report.servers;
   report.checks = {
       check_reachable(s),
-      check_fault_tolerance(s.size()),
+      check_fault_tolerance(count_members(s)),
       check_master(s),
       check_distinct(s),
       check_persistence(s, options),
@@ -1062,8 +1166,8 @@ DoctorReport assess(std::vector<ServerFacts> facts, const DoctorOptions& options
       check_member_wait(s, options),
       check_sentinel(s),
   };
-  report.reachable.total = s.size();
-  const std::vector<bool> votes = voters(s);
+  const std::vector<bool> votes = member_votes(s);
+  report.reachable.total = votes.size();
   report.reachable.yes = static_cast<std::size_t>(std::count(votes.begin(), votes.end(), true));
   report.reachable.failed = report.reachable.total - report.reachable.yes;
   report.no_quorum = report.reachable.yes < report.reachable.needed();
@@ -1083,21 +1187,107 @@ DoctorReport assess(std::vector<ServerFacts> facts, const DoctorOptions& options
   return report;
 }
 
-DoctorReport run_doctor(Network& network, const DoctorOptions& options, SentinelSeeds* sentinels) {
-  const std::size_t n = network.size();
-  std::vector<ServerFacts> facts(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    facts[i].server = network.describe(i);
-    facts[i].sentinel_member = facts[i].server.starts_with("sentinel://");
-  }
+namespace {
 
-  // First a PING: it opens the connections (connect, AUTH, SELECT and the transport's own INFO
-  // in one round trip), the cost every invocation of redlock pays.
+// What doctor asks: a configured member, or one master of a Cluster member.
+struct Target {
+  std::size_t member = 0;
+  std::string node;  // a Cluster member's master (Request::node); empty for the others
+  std::vector<std::pair<int, int>> slots;
+  std::optional<Result> failed;  // a Cluster member whose slot map could not be had
+};
+
+// The targets as the servers of a network: doctor's checks ask one server each.
+class Targets final : public Network {
+ public:
+  Targets(Network& network, std::vector<Target> targets) : network_(network), targets_(std::move(targets)) {}
+
+  std::size_t size() const override { return targets_.size(); }
+  TimePoint now() const override { return network_.now(); }
+  void send(std::size_t t, Request request, ResultCallback done) override {
+    request.node = targets_[t].node;
+    network_.send(targets_[t].member, std::move(request), std::move(done));
+  }
+  void run_until(const std::function<bool()>& done, TimePoint deadline) override {
+    network_.run_until(done, deadline);
+  }
+  void flush(TimePoint deadline) override { network_.flush(deadline); }
+  // Doctor's SUBSCRIBE is a probe request like the others: it never subscribes through this.
+  void subscribe(const std::string&, MessageCallback) override {}
+  std::size_t subscribed() const override { return 0; }
+  void unsubscribe() override {}
+  std::string describe(std::size_t t) const override { return network_.describe(targets_[t].member); }
+  bool resolving() const override { return network_.resolving(); }
+
+  const Target& target(std::size_t t) const { return targets_[t]; }
+
+ private:
+  Network& network_;
+  std::vector<Target> targets_;
+};
+
+// Every member as a target, a Cluster member as each master its slot map names (CLUSTER SLOTS,
+// asked of each Cluster member at once, within the per-request deadline).
+std::vector<Target> targets_of(Network& network) {
+  std::vector<bool> clusters(network.size());
+  for (std::size_t i = 0; i < network.size(); ++i) clusters[i] = network.cluster(i);
+  Fanout maps(network, clusters, [](std::size_t) { return std::vector<Request>{Request::command({"CLUSTER", "SLOTS"})}; });
+  maps.wait();
+  std::vector<Target> out;
+  for (std::size_t i = 0; i < network.size(); ++i) {
+    if (!clusters[i]) {
+      out.push_back(Target{i, {}, {}, std::nullopt});
+      continue;
+    }
+    Result r = *maps.result(i, 0);
+    std::vector<ClusterNode> masters;
+    std::optional<SlotMap> map;
+    try {
+      if (r.ok()) map = SlotMap::parse(r.reply);
+    } catch (const std::exception& e) {
+      r = Result{Failure::Protocol, {}, std::string("unexpected reply to CLUSTER SLOTS: ") + e.what(), r.latency};
+    }
+    if (map) masters = map->masters();
+    if (masters.empty() && r.ok()) r = Result{Failure::Reply, {}, "the cluster's slot map names no master", r.latency};
+    if (masters.empty()) out.push_back(Target{i, {}, {}, std::move(r)});
+    for (const auto& m : masters) out.push_back(Target{i, m.address(), map->slots_of(m), std::nullopt});
+  }
+  return out;
+}
+
+// The facts known before anything is asked of the targets: who they are, and the Cluster members
+// whose map could not be had.
+std::vector<ServerFacts> first_facts(const Targets& targets) {
+  std::vector<ServerFacts> facts(targets.size());
+  for (std::size_t t = 0; t < targets.size(); ++t) {
+    ServerFacts& f = facts[t];
+    const Target& target = targets.target(t);
+    f.server = targets.describe(t);
+    f.sentinel_member = f.server.starts_with("sentinel://");
+    f.cluster_member = !target.node.empty();
+    f.node = target.node;
+    f.member = target.member;
+    if (!target.failed) continue;
+    f.duplicate = target.failed->failure == Failure::Duplicate;
+    f.reachable = f.duplicate;
+    f.error = failure_text(*target.failed);
+  }
+  return facts;
+}
+
+// First a PING: it opens the connections (connect, AUTH, SELECT and the transport's own INFO in
+// one round trip), the cost every invocation of redlock pays. Which targets to ask further.
+std::vector<bool> ping_targets(Targets& targets, std::vector<ServerFacts>& facts) {
+  const std::size_t n = targets.size();
+  std::vector<bool> to(n);
+  for (std::size_t t = 0; t < n; ++t) to[t] = !targets.target(t).failed;
   Fanout ping(
-      network, [](std::size_t) { return std::vector<Request>{Request::command({"PING"})}; }, Fanout::timed(network));
+      targets, to, [](std::size_t) { return std::vector<Request>{Request::command({"PING"})}; },
+      Fanout::timed(targets));
   ping.wait();
   std::vector<bool> ask(n, false);
   for (std::size_t i = 0; i < n; ++i) {
+    if (!to[i]) continue;
     const Result& r = *ping.result(i, 0);
     ServerFacts& f = facts[i];
     if (r.failure == Failure::Duplicate) {
@@ -1111,15 +1301,22 @@ DoctorReport run_doctor(Network& network, const DoctorOptions& options, Sentinel
       f.error = failure_text(r);
     }
   }
+  return ask;
+}
 
-  read_clocks(network, ask, facts);
-
-  const LockKeys keys = derive_keys(options.probe_key);
+// The probes, each target's with a key of a slot it serves (a Cluster member's master answers
+// MOVED for the others).
+void probe_targets(Targets& targets, const std::vector<bool>& ask, const DoctorOptions& options,
+                   std::vector<ServerFacts>& facts) {
   const std::string token = make_token();
+  std::vector<LockKeys> keys;
+  for (std::size_t t = 0; t < targets.size(); ++t)
+    keys.push_back(derive_keys(key_in_slots(options.probe_key, targets.target(t).slots)));
   Fanout probe(
-      network, ask, [&](std::size_t) { return probe_requests(keys, token); }, Fanout::timed(network));
+      targets, ask, [&](std::size_t t) { return probe_requests(keys[t], token, facts[t].cluster_member); },
+      Fanout::timed(targets));
   probe.wait();
-  for (std::size_t i = 0; i < n; ++i) {
+  for (std::size_t i = 0; i < targets.size(); ++i) {
     if (!ask[i]) continue;
     ServerFacts& f = facts[i];
     read_role(f, *probe.result(i, kRole));
@@ -1128,12 +1325,28 @@ DoctorReport run_doctor(Network& network, const DoctorOptions& options, Sentinel
     read_appendfsync(f, *probe.result(i, kConfigFsync));
     read_info_cluster(f, *probe.result(i, kInfoCluster));
     read_memory(f, *probe.result(i, kConfigMemory));
+    if (f.cluster_member) read_cluster_state(f, *probe.result(i, kClusterInfo));
     const Result& wait = *probe.result(i, kWait);
-    if (f.sentinel_member && !wait.ok() && answered(wait)) f.wait_error = wait.error;
+    if ((f.sentinel_member || f.cluster_member) && !wait.ok() && answered(wait)) f.wait_error = wait.error;
     read_probe(f, probe, i);
   }
-  count_fences(network, ask, options.prefix, facts);
-  if (sentinels) ask_sentinels(*sentinels, facts);
+}
+
+}  // namespace
+
+DoctorReport run_doctor(Network& network, const DoctorOptions& options, SentinelSeeds* sentinels) {
+  Targets targets(network, targets_of(network));
+  std::vector<ServerFacts> facts = first_facts(targets);
+  const std::vector<bool> ask = ping_targets(targets, facts);
+  read_clocks(targets, ask, facts);
+  probe_targets(targets, ask, options, facts);
+  count_fences(targets, ask, options.prefix, facts);
+  if (sentinels) {
+    // A Sentinel member is one target: the first whose member it is.
+    std::vector<std::size_t> fact_of(network.size());
+    for (std::size_t t = targets.size(); t-- > 0;) fact_of[targets.target(t).member] = t;
+    ask_sentinels(*sentinels, fact_of, facts);
+  }
   return assess(std::move(facts), options);
 }
 

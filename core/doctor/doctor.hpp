@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/lock/quorum.hpp"
@@ -61,10 +62,16 @@ struct SentinelFacts {
   std::optional<int> replicas;
 };
 
-// What one server told us.
+// What one server told us: a configured member, or one master of a Cluster member (each of them
+// can own a lock's slot, so each is checked as a server is).
 struct ServerFacts {
-  std::string server;                     // redacted URL
+  std::string server;                     // redacted URL (of the member, for a Cluster member's master)
   bool sentinel_member = false;           // a Sentinel group: its master is meant to have replicas
+  bool cluster_member = false;            // a master of a Cluster member, as its slot map names it
+  std::string node;                       // that master's HOST:PORT
+  // The configured member this is (a Cluster member's masters share it): members, not their
+  // masters, are the votes the quorum counts. Nothing: a member of its own, at its own index.
+  std::optional<std::size_t> member;
   bool reachable = false;                 // answered a command at all (an ACL refusal is an answer)
   bool duplicate = false;                 // the same server as another configured one
   std::string error;                      // why not reachable, or the duplicate's explanation
@@ -89,6 +96,8 @@ struct ServerFacts {
 
   std::optional<bool> cluster_enabled;  // INFO cluster
   std::string cluster_error;
+  std::optional<std::string> cluster_state;  // CLUSTER INFO, a Cluster member's master: "ok" or "fail"
+  std::string cluster_state_error;
   std::optional<std::string> maxmemory_policy;  // CONFIG GET maxmemory*
   std::optional<std::int64_t> maxmemory;        // bytes; 0: no limit
   std::string memory_error;
@@ -134,6 +143,8 @@ struct DoctorOptions {
   std::string probe_key;    // a throw-away lock key; see doctor_probe_key()
   std::string prefix;       // --prefix: whose fencing counters are counted
   bool member_wait = true;  // a Sentinel member's votes wait for WAIT (not --member-wait 0)
+  // --member-wait when given: the replicas WAIT must confirm each vote on.
+  std::optional<int> member_wait_replicas;
 };
 
 struct DoctorReport {
@@ -164,7 +175,8 @@ Check check_clock(const std::vector<ServerFacts>& servers, const std::optional<C
 Check check_uptime(const std::vector<ServerFacts>& servers, const DoctorOptions& options);
 Check check_acl(const std::vector<ServerFacts>& servers, const std::string& probe_key);
 // A server listed as a standalone master that is a node of a Redis Cluster: it holds a part of
-// the keys only, and fails writes to the others with MOVED.
+// the keys only, and fails writes to the others with MOVED. A master of a Cluster member whose
+// cluster_state is not ok: the cluster refuses every command while it is not.
 Check check_cluster(const std::vector<ServerFacts>& servers);
 // A server that may evict keys (maxmemory-policy other than noeviction): an evicted lock is a
 // lost lock. Only a warning while no maxmemory is set.
@@ -187,6 +199,19 @@ std::string fence_key_pattern(const std::string& prefix);
 // or "KEY:redlock:fence" for a KEY with a hash tag of its own).
 bool fence_key_under(std::string_view key, std::string_view prefix);
 
+// How many members SERVERS are (a Cluster member's masters count once).
+std::size_t count_members(const std::vector<ServerFacts>& servers);
+// A member's vote is there when every server of it has one (a Cluster member's votes are cast by
+// whichever master owns a lock's slot, so any of them may be needed): one entry per member, in
+// the order of their first servers.
+std::vector<bool> member_votes(const std::vector<ServerFacts>& servers);
+
+// A key whose slot is among SLOTS (ranges first, last), BASE with ":N" appended for the first N
+// that hashes there (at most kProbeKeyTries); BASE itself when SLOTS is empty or no N does (a
+// BASE with a hash tag of its own has one slot whatever follows).
+inline constexpr int kProbeKeyTries = 100000;
+std::string key_in_slots(const std::string& base, const std::vector<std::pair<int, int>>& slots);
+
 // Every check over FACTS, and the overall verdict.
 DoctorReport assess(std::vector<ServerFacts> facts, const DoctorOptions& options);
 
@@ -206,7 +231,8 @@ struct SentinelSeeds {
   std::vector<SentinelSeed> seeds;
 };
 
-// Asks every server (each request bounded by the transport's per-request deadline; a server that
+// Asks every server (a Cluster member: each master its slot map names, once CLUSTER SLOTS has
+// answered; each request bounded by the transport's per-request deadline; a server that
 // fails the first request is asked nothing more; the count of fencing counters by at most
 // kFenceScanRounds rounds of SCAN and kFenceScanBudget) and, when SENTINELS is given, every seed
 // sentinel at once (one pipeline each, within the same deadline), and assesses the answers. Never

@@ -1,12 +1,14 @@
 #include "core/lock/listing.hpp"
 
 #include <algorithm>
-#include <deque>
+#include <exception>
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
 
 #include "core/lock/scripts.hpp"
+#include "core/net/cluster.hpp"
 #include "core/util/duration.hpp"
 #include "core/util/glob.hpp"
 
@@ -41,27 +43,39 @@ class Listing {
   ListResult run();
 
  private:
-  struct Server {
+  // One keyspace walked with SCAN: a standalone member's, or one master's of a Cluster member.
+  struct Walk {
+    std::string node;  // a Cluster member's master (Request::node); empty for the others
     std::size_t pattern = 0;
     std::string cursor = "0";
     std::size_t scans = 0;
     bool scanning = false;  // a SCAN is out
     bool scanned = false;   // every pattern walked to its end
-    std::size_t reads = 0;  // reads out
+  };
+  struct Server {
+    std::vector<Walk> walks;  // none while a Cluster member's masters are being learnt
+    bool mapping = false;     // a Cluster member's CLUSTER SLOTS is out
+    std::size_t reads = 0;    // reads out
     std::vector<std::string> queued;
     std::set<std::string> found;
     std::map<std::string, LockReading> readings;
     std::optional<Result> failure;
     TimePoint finished = kNever;
 
-    bool done() const { return failure || (scanned && reads == 0 && queued.empty()); }
+    bool scanned() const {
+      return !mapping && std::all_of(walks.begin(), walks.end(), [](const Walk& w) { return w.scanned; });
+    }
+    bool done() const { return failure || (scanned() && reads == 0 && queued.empty()); }
   };
 
   // Sends what SERVER is due: reads of full batches (of what is left, once scanned), the next SCAN.
   void pump(std::size_t server);
-  void send(std::size_t server, Request request, void (Listing::*on)(std::size_t, Result));
-  void on_scan(std::size_t server, Result r);
-  void on_read(std::size_t server, Result r);
+  void send(std::size_t server, Request request, std::function<void(Result)> on);
+  // Sends SERVER's reads of full batches (of what is left, once scanned).
+  void pump_reads(std::size_t server);
+  void on_map(std::size_t server, Result r);
+  void on_scan(std::size_t server, std::size_t walk, Result r);
+  void on_read(std::size_t server, std::vector<std::string> keys, Result r);
   void fail(std::size_t server, Result r);
   // Found is full: stop looking further on SERVER.
   void stop_scanning(std::size_t server);
@@ -73,27 +87,29 @@ class Listing {
   const ListOptions& options_;
   std::vector<std::string> patterns_;
   std::vector<Server> servers_;
-  std::vector<std::deque<std::vector<std::string>>> batches_out_;  // per server, the keys of each read out, in order
   std::map<std::string, FoundKey> targets_;  // every key read, from any server: what it stands for
   bool truncated_ = false;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 
-void Listing::send(std::size_t server, Request request, void (Listing::*on)(std::size_t, Result)) {
-  network_.send(server, std::move(request), [this, alive = alive_, server, on](Result r) {
+void Listing::send(std::size_t server, Request request, std::function<void(Result)> on) {
+  network_.send(server, std::move(request), [this, alive = alive_, server, on = std::move(on)](Result r) {
     if (!*alive || servers_[server].failure) return;
     if (r.ok() && network_.role(server) == "replica")
       r = failed(Failure::Replica, "a replica: it never counts as a vote");
     if (!r.ok()) return fail(server, std::move(r));
-    (this->*on)(server, std::move(r));
+    on(std::move(r));
     if (servers_[server].done() && servers_[server].finished == kNever) servers_[server].finished = network_.now();
   });
 }
 
-void Listing::pump(std::size_t i) {
+void Listing::pump_reads(std::size_t i) {
   Server& s = servers_[i];
-  while (!s.failure && s.reads < kMaxReads && (s.queued.size() >= options_.batch || (s.scanned && !s.queued.empty()))) {
-    const std::size_t take = std::min(options_.batch, s.queued.size());
+  // A Cluster node refuses a script whose keys are in more than one slot (CROSSSLOT): one lock
+  // (its keys share its hash tag) per read there.
+  const std::size_t batch = network_.cluster(i) ? 1 : options_.batch;
+  while (!s.failure && s.reads < kMaxReads && (s.queued.size() >= batch || (s.scanned() && !s.queued.empty()))) {
+    const std::size_t take = std::min(batch, s.queued.size());
     std::vector<std::string> keys(s.queued.end() - static_cast<std::ptrdiff_t>(take), s.queued.end());
     s.queued.resize(s.queued.size() - take);
     std::vector<std::string> argv;
@@ -103,51 +119,78 @@ void Listing::pump(std::size_t i) {
       argv.insert(argv.end(), {k.lock, k.owner, k.fence});
     }
     ++s.reads;
-    batches_out_[i].push_back(std::move(keys));
-    send(i, Request::eval(kListScript, std::move(argv), {}), &Listing::on_read);
+    // Routed by its first key: on a Cluster member, to the master that owns the lock's slot,
+    // whichever master's SCAN found it.
+    // The keys go with the answer: a Cluster member's masters answer in their own order.
+    send(i, Request::eval(kListScript, std::move(argv), {}),
+         [this, i, keys = std::move(keys)](Result r) mutable { on_read(i, std::move(keys), std::move(r)); });
   }
-  if (s.failure || s.scanning || s.scanned || s.reads >= kMaxReads) return;
-  s.scanning = true;
-  ++s.scans;
-  send(
-      i,
-      Request::command({"SCAN", s.cursor, "MATCH", patterns_[s.pattern], "COUNT", std::to_string(options_.scan_count)}),
-      &Listing::on_scan);
 }
 
-void Listing::on_scan(std::size_t i, Result r) {
+void Listing::pump(std::size_t i) {
+  pump_reads(i);
   Server& s = servers_[i];
+  if (s.failure || s.mapping || s.reads >= kMaxReads) return;
+  for (std::size_t w = 0; w < s.walks.size(); ++w) {
+    Walk& walk = s.walks[w];
+    if (walk.scanning || walk.scanned) continue;
+    walk.scanning = true;
+    ++walk.scans;
+    Request scan = Request::command(
+        {"SCAN", walk.cursor, "MATCH", patterns_[walk.pattern], "COUNT", std::to_string(options_.scan_count)});
+    scan.node = walk.node;
+    send(i, std::move(scan), [this, i, w](Result r) { on_scan(i, w, std::move(r)); });
+  }
+}
+
+void Listing::on_map(std::size_t i, Result r) {
+  Server& s = servers_[i];
+  s.mapping = false;
+  std::vector<ClusterNode> masters;
+  try {
+    masters = SlotMap::parse(r.reply).masters();
+  } catch (const std::exception& e) {
+    return fail(i, failed(Failure::Protocol, std::string("unexpected reply to CLUSTER SLOTS: ") + e.what()));
+  }
+  if (masters.empty()) return fail(i, failed(Failure::Reply, "the cluster's slot map names no master"));
+  for (const auto& m : masters) s.walks.push_back(Walk{.node = m.address()});
+  pump(i);
+}
+
+void Listing::on_scan(std::size_t i, std::size_t w, Result r) {
+  Server& s = servers_[i];
+  Walk& walk = s.walks[w];
   const Reply& reply = r.reply;
   if (reply.type != Reply::Type::Array || reply.elements.size() != 2 || reply.elements[1].type != Reply::Type::Array) {
     return fail(i, failed(Failure::Protocol, "unexpected reply to SCAN"));
   }
-  s.scanning = false;
+  walk.scanning = false;
   for (const Reply& key : reply.elements[1].elements) {
     auto found = found_key(key.str, options_.prefix, options_.pattern);
     if (!found || !s.found.insert(found->read).second) continue;
     s.queued.push_back(found->read);
     targets_.emplace(found->read, std::move(*found));
   }
-  s.cursor = reply.elements[0].str;
-  if (s.cursor == "0" || s.scans >= kMaxScans) {
-    truncated_ = truncated_ || s.cursor != "0";
-    s.cursor = "0";
-    s.scans = 0;
-    s.scanned = ++s.pattern == patterns_.size();
+  walk.cursor = reply.elements[0].str;
+  if (walk.cursor == "0" || walk.scans >= kMaxScans) {
+    truncated_ = truncated_ || walk.cursor != "0";
+    walk.cursor = "0";
+    walk.scans = 0;
+    walk.scanned = ++walk.pattern == patterns_.size();
   }
   if (s.found.size() >= options_.max_locks) stop_scanning(i);
   pump(i);
 }
 
 void Listing::stop_scanning(std::size_t i) {
-  truncated_ = truncated_ || !servers_[i].scanned;
-  servers_[i].scanned = true;
+  for (auto& walk : servers_[i].walks) {
+    truncated_ = truncated_ || !walk.scanned;
+    walk.scanned = true;
+  }
 }
 
-void Listing::on_read(std::size_t i, Result r) {
+void Listing::on_read(std::size_t i, std::vector<std::string> keys, Result r) {
   Server& s = servers_[i];
-  std::vector<std::string> keys = std::move(batches_out_[i].front());
-  batches_out_[i].pop_front();
   --s.reads;
   const Reply& reply = r.reply;
   if (reply.type != Reply::Type::Array || reply.elements.size() != keys.size()) {
@@ -171,8 +214,16 @@ void Listing::fail(std::size_t i, Result r) {
 
 ListResult Listing::run() {
   const TimePoint start = network_.now();
-  batches_out_.resize(servers_.size());
-  for (std::size_t i = 0; i < servers_.size(); ++i) pump(i);
+  for (std::size_t i = 0; i < servers_.size(); ++i) {
+    if (!network_.cluster(i)) {
+      servers_[i].walks.emplace_back();
+      pump(i);
+      continue;
+    }
+    // A Cluster member's keys are spread over its masters: each is walked, once the map names them.
+    servers_[i].mapping = true;
+    send(i, Request::command({"CLUSTER", "SLOTS"}), [this, i](Result r) { on_map(i, std::move(r)); });
+  }
   auto all_done = [this] {
     return std::all_of(servers_.begin(), servers_.end(), [](const Server& s) { return s.done(); });
   };

@@ -3,6 +3,10 @@
 // script, every server at once and each request within its own deadline, so that a frozen server
 // costs --timeout and holds up nobody. The answers are merged by key and judged by the rule of
 // `status`. Memory grows with the locks found, never with the keyspace, and stops at a bound.
+// A Cluster member's keys are spread over its masters: each master the slot map names (CLUSTER
+// SLOTS, asked within the per-request deadline) is walked, and every lock found is read from the
+// master that owns its slot, whichever master's SCAN found it: that master's answer is the member's
+// vote, and a key left on a master that does not own its slot counts for nothing.
 #pragma once
 
 #include <cstddef>

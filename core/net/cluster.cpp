@@ -110,6 +110,23 @@ std::vector<ClusterNode> SlotMap::nodes() const {
   return out;
 }
 
+std::vector<ClusterNode> SlotMap::masters() const {
+  std::vector<ClusterNode> out;
+  std::set<std::string> seen;
+  for (const auto& r : ranges_) {
+    if (seen.insert(r.master.address()).second) out.push_back(r.master);
+  }
+  return out;
+}
+
+std::vector<std::pair<int, int>> SlotMap::slots_of(const ClusterNode& master) const {
+  std::vector<std::pair<int, int>> out;
+  for (const auto& r : ranges_) {
+    if (r.master.address() == master.address()) out.emplace_back(r.first, r.last);
+  }
+  return out;
+}
+
 std::optional<Redirect> parse_redirect(std::string_view error) {
   Redirect r;
   if (error.starts_with("MOVED ")) {

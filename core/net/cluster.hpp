@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/net/resp.hpp"
@@ -51,6 +52,11 @@ class SlotMap {
   void move(int slot, const ClusterNode& node);
   // Every node the map names, masters and replicas, once each.
   std::vector<ClusterNode> nodes() const;
+  // Every master the map names, once each, in the order of their first slots: the nodes that hold
+  // the cluster's keys.
+  std::vector<ClusterNode> masters() const;
+  // The slot ranges (first, last) MASTER serves.
+  std::vector<std::pair<int, int>> slots_of(const ClusterNode& master) const;
   const std::vector<Range>& ranges() const { return ranges_; }
 
  private:

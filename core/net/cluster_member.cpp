@@ -103,6 +103,7 @@ void ClusterMember::route(const std::shared_ptr<Routed>& r, TimePoint now) {
     return ask_map(now);
   }
   if (stale_) ask_map(now);
+  if (!r->request.node.empty()) return route_to_node(r, now);
   const int slot = request_slot(r->request);
   const auto target = r->ask ? r->ask : map_->owner(slot);
   if (!target) {
@@ -117,9 +118,20 @@ void ClusterMember::route(const std::shared_ptr<Routed>& r, TimePoint now) {
       r->request, [this, r, target](Result res) { on_result(r, *target, std::move(res)); }, now, r->deadline);
 }
 
+void ClusterMember::route_to_node(const std::shared_ptr<Routed>& r, TimePoint now) {
+  const auto nodes = map_->nodes();
+  const auto it = std::find_if(nodes.begin(), nodes.end(),
+                               [&](const ClusterNode& n) { return n.address() == r->request.node; });
+  if (it == nodes.end()) return finish(*r, Failure::Reply, r->request.node + " is no node of the cluster's map", now);
+  const ClusterNode target = *it;
+  node(target).send(
+      r->request, [this, r, target](Result res) { on_result(r, target, std::move(res)); }, now, r->deadline);
+}
+
 void ClusterMember::on_result(const std::shared_ptr<Routed>& r, const ClusterNode& from, Result res) {
   const TimePoint now = Clock::now();
-  if (res.failure == Failure::Reply) {
+  // A request for one node is that node's answer, a redirection included.
+  if (res.failure == Failure::Reply && r->request.node.empty()) {
     if (auto redirect = parse_redirect(res.error)) {
       if (redirect->node.host.empty()) redirect->node.host = from.host;
       if (r->redirects < kMaxRedirects && now < r->deadline) {

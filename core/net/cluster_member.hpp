@@ -69,6 +69,8 @@ class ClusterMember {
   void finish(Routed& r, Failure failure, std::string error, TimePoint now);
   CommandConnection& node(const ClusterNode& n);
   void route(const std::shared_ptr<Routed>& r, TimePoint now);
+  // A request for one node (Request::node), found among the nodes of the map.
+  void route_to_node(const std::shared_ptr<Routed>& r, TimePoint now);
   void on_result(const std::shared_ptr<Routed>& r, const ClusterNode& from, Result res);
   std::vector<ClusterNode> candidates() const;
 

@@ -78,6 +78,10 @@ struct Request {
   // On a Cluster member, the key whose slot's master gets the request when its first key (a
   // script's KEYS[1], a command's first argument) is not the one (CONFIG GET names no key).
   std::string route_key;
+  // On a Cluster member, the node ("HOST:PORT", as its slot map names it) that gets the request,
+  // whatever its keys, and no redirection followed: for what each master is asked in turn (list's
+  // SCAN, doctor's checks). Ignored by the other members.
+  std::string node;
 
   static Request eval(const Script& script, std::vector<std::string> keys, std::vector<std::string> args);
   static Request command(std::vector<std::string> argv);
@@ -137,6 +141,8 @@ class Network {
   // Why SERVER turned out to be part of another configured member (a second name of one server, a
   // node of a listed group), once known, perhaps after its own answer came; empty when it is not.
   virtual std::string duplicate_of(std::size_t /*server*/) const { return {}; }
+  // Whether SERVER is a Cluster member, whose keys are spread over the masters of its slot map.
+  virtual bool cluster(std::size_t /*server*/) const { return false; }
   // The database the server's URL names (keyspace notifications name it).
   virtual int database(std::size_t /*server*/) const { return 0; }
   // Whether some server's name is still being resolved: until it is, nobody can tell whether it

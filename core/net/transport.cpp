@@ -271,6 +271,10 @@ int Transport::database(std::size_t server) const {
   return servers_.at(server).db;
 }
 
+bool Transport::cluster(std::size_t server) const {
+  return clusters_.at(server) != nullptr;
+}
+
 std::string Transport::role(std::size_t server) const {
   if (clusters_.at(server)) return clusters_[server]->role();
   return commands_.at(server)->server_role();

@@ -1,0 +1,160 @@
+"""`list` and `doctor` with a Redis Cluster as one quorum member, beside standalone servers.
+
+`list` walks every master the cluster's slot map names and reads each lock found from the master
+that owns its slot: that master's answer is the member's vote. `doctor` runs its per-server checks
+on every master of the cluster, each reported as a node of the member, counts the member once for
+the quorum, and checks `cluster_state:ok` (CLUSTER INFO) and, with `--member-wait`, the replicas.
+
+One 3-master cluster without replicas (3 redis-server --cluster-enabled yes) and 2 standalone
+servers; a lone cluster node that serves a few slots only (cluster_state:fail) for the failing
+check. All on free loopback ports."""
+
+import shutil
+import tempfile
+import unittest
+
+from harness import Server, free_port, main, redlock, wait_for
+from test_cluster import RedisCluster
+
+ENV = {"REDLOCK_TIMEOUT": "1s"}
+
+
+def names_on_each_master(cluster, count, prefix="ops-"):
+    """COUNT names for each master of CLUSTER, whose lock keys hash to that master's slots."""
+    with cluster.nodes[0].client() as c:
+        slots = c.call("CLUSTER", "SLOTS")
+        by_master = {}
+        k = 0
+        while any(len(by_master.get(int(r[2][1]), [])) < count for r in slots) and k < 10000:
+            name = "%s%d" % (prefix, k)
+            slot = c.call("CLUSTER", "KEYSLOT", name)
+            port = next(int(r[2][1]) for r in slots if r[0] <= slot <= r[1])
+            if len(by_master.setdefault(port, [])) < count:
+                by_master[port].append(name)
+            k += 1
+    return by_master
+
+
+class ClusterOps(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.workdir = tempfile.mkdtemp(prefix="redlock-clusterops-")
+        cls.plain = []
+        cls.cluster = None
+        try:
+            cls.cluster = RedisCluster(cls.workdir, masters=3, replicas=0)
+            cls.plain = [Server(cls.workdir, k).start() for k in range(2)]
+        except Exception:
+            cls.tearDownClass()
+            raise
+
+    @classmethod
+    def tearDownClass(cls):
+        if cls.cluster:
+            cls.cluster.stop()
+        for s in cls.plain:
+            s.kill()
+        shutil.rmtree(cls.workdir, ignore_errors=True)
+
+    def setUp(self):
+        for n in [self.plain[0], self.plain[1]] + [self.cluster.node(p) for p in self.cluster.masters()]:
+            with n.client() as c:
+                c.call("FLUSHALL")
+
+    def three(self):
+        return "%s,redis://%s,redis://%s" % (self.cluster.url(), self.plain[0].address, self.plain[1].address)
+
+    def rl(self, servers, *args):
+        return redlock(list(args), servers=servers, env=ENV)
+
+    def test_list_shows_a_lock_held_through_the_cluster_member(self):
+        name = "ops-held"
+        r = self.rl(self.three(), "--json", "acquire", "--ttl", "30s", "--owner", "tester", name)
+        self.assertEqual(r.code, 0, r)
+        token = r.json()["token"]
+        owner, _ = self.cluster.owner(name)
+        for node in [owner] + self.plain:
+            wait_for(lambda: node.get(name) == token.encode(), timeout=5, what="every vote")
+        # The cluster's vote alone is missing on one standalone server: 2 of 3 still hold it.
+        with self.plain[1].client() as c:
+            c.call("DEL", name)
+        r = self.rl(self.three(), "--json", "list")
+        self.assertEqual(r.code, 0, r)
+        j = r.json()
+        self.assertEqual(j["quorum"], {"needed": 2, "ok": 3, "total": 3})
+        self.assertEqual([lock["name"] for lock in j["locks"]], [name])
+        lock = j["locks"][0]
+        self.assertEqual((lock["state"], lock["token"], lock["owner"]), ("held", token, "tester"), lock)
+        self.assertEqual(lock["servers_held"], 2, lock)
+        entry = j["servers"][0]
+        self.assertEqual(entry["member"], self.cluster.url())
+        self.assertTrue(entry["ok"], entry)
+        self.assertEqual(entry["role"], "master", entry)
+        self.assertIn(entry["resolved"], [self.cluster.node(p).address for p in self.cluster.masters()], entry)
+        # Without the cluster's vote (the key gone from its owning master), one server holds it:
+        # a quorum holds nothing, so it is free, as status says.
+        with owner.client() as c:
+            c.call("DEL", name)
+        r = self.rl(self.three(), "--json", "list")
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual(r.json()["locks"][0]["servers_held"], 1, r.json())
+        self.assertEqual(r.json()["locks"][0]["state"], "free", r.json())
+
+    def test_list_finds_locks_on_every_master(self):
+        by_master = names_on_each_master(self.cluster, 2)
+        self.assertEqual(len(by_master), 3, by_master)
+        names = sorted(n for ns in by_master.values() for n in ns)
+        tokens = {}
+        for name in names:
+            r = self.rl(self.three(), "acquire", "--ttl", "30s", name)
+            self.assertEqual(r.code, 0, r)
+            tokens[name] = r.stdout.strip()
+        # An acquire ends once a quorum has voted: the last vote may land a moment later.
+        for port, ns in by_master.items():
+            for name in ns:
+                for node in [self.cluster.node(port)] + self.plain:
+                    wait_for(lambda: node.get(name) == tokens[name].encode(), timeout=5, what="every vote")
+        r = self.rl(self.three(), "--json", "list", "ops-*")
+        self.assertEqual(r.code, 0, r)
+        locks = r.json()["locks"]
+        self.assertEqual([lock["name"] for lock in locks], names)
+        for lock in locks:
+            self.assertEqual((lock["state"], lock["token"], lock["servers_held"]),
+                             ("held", tokens[lock["name"]], 3), lock)
+        # The plain table too: one row per lock, held on 3 of 3.
+        r = self.rl(self.three(), "list", "ops-*")
+        self.assertEqual(r.code, 0, r)
+        rows = r.stdout.splitlines()[1:]
+        self.assertEqual(len(rows), len(names), r.stdout)
+        self.assertTrue(all(row.split()[-1] == "3/3" for row in rows), r.stdout)
+
+    def test_a_key_on_a_master_that_does_not_own_its_slot_counts_for_nothing(self):
+        by_master = names_on_each_master(self.cluster, 1, prefix="stray-")
+        ports = sorted(by_master)
+        name = by_master[ports[0]][0]
+        owner, stray = self.cluster.node(ports[0]), self.cluster.node(ports[1])
+        # Planted on a master that does not own its slot, as a slot migration left half done would
+        # leave it: IMPORTING lets an ASKING client write there, STABLE ends it.
+        with owner.client() as c:
+            owner_id = c.call("CLUSTER", "MYID")
+        with stray.client() as c:
+            slot = c.call("CLUSTER", "KEYSLOT", name)
+            c.call("CLUSTER", "SETSLOT", slot, "IMPORTING", owner_id)
+            c.call("ASKING")
+            c.call("SET", name, "stray-token", "PX", "30000")
+            c.call("CLUSTER", "SETSLOT", slot, "STABLE")
+            self.assertEqual(c.call("CLUSTER", "COUNTKEYSINSLOT", slot), 1)
+        r = self.rl(self.three(), "--json", "list", "stray-*")
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual(r.json()["locks"], [], r.json())
+        # Beside the same lock on both standalone servers: held on those two, not on the cluster.
+        for s in self.plain:
+            with s.client() as c:
+                c.call("SET", name, "stray-token", "PX", "30000")
+        r = self.rl(self.three(), "--json", "list", "stray-*")
+        self.assertEqual(r.code, 0, r)
+        lock = r.json()["locks"][0]
+        self.assertEqual((lock["name"], lock["state"], lock["servers_held"]), (name, "held", 2), lock)
+
+if __name__ == "__main__":
+    main()
