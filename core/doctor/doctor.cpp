@@ -1231,7 +1231,11 @@ class Targets final : public Network {
 std::vector<Target> targets_of(Network& network) {
   std::vector<bool> clusters(network.size());
   for (std::size_t i = 0; i < network.size(); ++i) clusters[i] = network.cluster(i);
-  Fanout maps(network, clusters, [](std::size_t) { return std::vector<Request>{Request::command({"CLUSTER", "SLOTS"})}; });
+  Fanout maps(network, clusters, [](std::size_t) {
+    Request map = Request::command({"CLUSTER", "SLOTS"});
+    map.node = kAnyNode;
+    return std::vector<Request>{std::move(map)};
+  });
   maps.wait();
   std::vector<Target> out;
   for (std::size_t i = 0; i < network.size(); ++i) {

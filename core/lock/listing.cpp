@@ -222,7 +222,9 @@ ListResult Listing::run() {
     }
     // A Cluster member's keys are spread over its masters: each is walked, once the map names them.
     servers_[i].mapping = true;
-    send(i, Request::command({"CLUSTER", "SLOTS"}), [this, i](Result r) { on_map(i, std::move(r)); });
+    Request map = Request::command({"CLUSTER", "SLOTS"});
+    map.node = kAnyNode;
+    send(i, std::move(map), [this, i](Result r) { on_map(i, std::move(r)); });
   }
   auto all_done = [this] {
     return std::all_of(servers_.begin(), servers_.end(), [](const Server& s) { return s.done(); });

@@ -119,9 +119,10 @@ void ClusterMember::route(const std::shared_ptr<Routed>& r, TimePoint now) {
 }
 
 void ClusterMember::route_to_node(const std::shared_ptr<Routed>& r, TimePoint now) {
-  const auto nodes = map_->nodes();
-  const auto it = std::find_if(nodes.begin(), nodes.end(),
-                               [&](const ClusterNode& n) { return n.address() == r->request.node; });
+  const auto nodes = r->request.node == kAnyNode ? map_->masters() : map_->nodes();
+  const auto it = std::find_if(nodes.begin(), nodes.end(), [&](const ClusterNode& n) {
+    return r->request.node == kAnyNode || n.address() == r->request.node;
+  });
   if (it == nodes.end()) return finish(*r, Failure::Reply, r->request.node + " is no node of the cluster's map", now);
   const ClusterNode target = *it;
   node(target).send(

@@ -62,6 +62,9 @@ class Interest {
   bool owned_ = false;
 };
 
+// Request::node for whichever master of a Cluster member's map.
+inline constexpr std::string_view kAnyNode = "*";
+
 // One command: a Lua script (sent as EVALSHA, re-sent as EVAL on NOSCRIPT) or a plain command.
 struct Request {
   const Script* script = nullptr;
@@ -80,7 +83,8 @@ struct Request {
   std::string route_key;
   // On a Cluster member, the node ("HOST:PORT", as its slot map names it) that gets the request,
   // whatever its keys, and no redirection followed: for what each master is asked in turn (list's
-  // SCAN, doctor's checks). Ignored by the other members.
+  // SCAN, doctor's checks); kAnyNode for a question every node answers alike (CLUSTER SLOTS).
+  // Ignored by the other members.
   std::string node;
 
   static Request eval(const Script& script, std::vector<std::string> keys, std::vector<std::string> args);

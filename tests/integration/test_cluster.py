@@ -323,12 +323,6 @@ class ClusterMember(unittest.TestCase):
             self.assertIn("twice", r.stderr)
         self.assertIsNone(self.cluster.owner("cl-twice")[0].get("cl-twice"))
 
-    def test_list_and_doctor_say_they_do_not_support_it(self):
-        for command in (["list"], ["doctor"]):
-            r = self.rl(self.three(), *command)
-            self.assertEqual(r.code, 78, r)
-            self.assertIn("does not support cluster members", r.stderr)
-
     def test_a_standalone_server_listed_as_a_cluster_is_a_configuration_error(self):
         r = self.rl("cluster://%s,%s" % (self.plain[1].address, self.cluster.nodes[0].address), "acquire", "cl-std")
         self.assertEqual(r.code, 78, r)

@@ -156,5 +156,71 @@ class ClusterOps(unittest.TestCase):
         lock = r.json()["locks"][0]
         self.assertEqual((lock["name"], lock["state"], lock["servers_held"]), (name, "held", 2), lock)
 
+    def doctor(self, servers, *args):
+        r = self.rl(servers, "--json", "doctor", *args)
+        self.assertIn(r.code, (0, 1), r)
+        j = r.json()
+        self.assertEqual(j["exit_status"], r.code, j)
+        return r, j, {c["check"]: c for c in j["checks"]}
+
+    def test_doctor_checks_every_master_and_counts_the_member_once(self):
+        r, j, checks = self.doctor(self.three())
+        self.assertEqual(j["quorum"], {"needed": 2, "ok": 3, "total": 3}, j["quorum"])
+        masters = [self.cluster.node(p).address for p in self.cluster.masters()]
+        nodes = [s for s in j["servers"] if s["member"] == self.cluster.url()]
+        self.assertEqual(sorted(s["resolved"] for s in nodes), sorted(masters), j["servers"])
+        for s in nodes:
+            self.assertEqual((s["reachable"], s["role"], s["cluster_state"]), (True, "master", "ok"), s)
+        others = [s for s in j["servers"] if s["member"] != self.cluster.url()]
+        self.assertEqual([s["resolved"] for s in others], [None, None], others)
+        self.assertEqual(checks["cluster"]["verdict"], "ok", checks["cluster"])
+        self.assertIn("cluster_state:ok", checks["cluster"]["summary"])
+        self.assertEqual(checks["reachable"]["verdict"], "ok", checks["reachable"])
+        self.assertEqual(checks["distinct"]["verdict"], "ok", checks["distinct"])
+        self.assertEqual(checks["master"]["verdict"], "ok", checks["master"])
+        self.assertEqual(checks["member-wait"]["verdict"], "ok", checks["member-wait"])
+        # Every master ran the probe (a key of its own slots): the ACL check found nothing refused.
+        self.assertEqual(checks["acl"]["verdict"], "ok", checks["acl"])
+        # The plain report names every master.
+        r = self.rl(self.three(), "doctor")
+        self.assertIn(r.code, (0, 1), r)
+        self.assertIn("3 servers, a quorum is 2", r.stdout)
+        for address in masters:
+            self.assertIn(address, r.stdout)
+        # No probe key left on any node.
+        for port in self.cluster.masters():
+            self.assertEqual(self.cluster.keys_on(self.cluster.node(port), "*redlock-doctor*"), [])
+
+    def test_doctor_fails_member_wait_without_the_replicas_it_names(self):
+        r, j, checks = self.doctor(self.three(), "--member-wait", "1")
+        self.assertEqual(r.code, 1, r)
+        c = checks["member-wait"]
+        self.assertEqual(c["verdict"], "fail", c)
+        self.assertEqual(sorted(n["resolved"] for n in c["servers"]),
+                         sorted(self.cluster.node(p).address for p in self.cluster.masters()), c)
+
+    def test_doctor_with_a_cluster_that_is_not_ok(self):
+        # A lone cluster node that serves a few slots only: cluster_state:fail at once. It announces
+        # its address: a node that never met another names itself with an empty host in CLUSTER SLOTS.
+        node = Server(self.workdir, 50, ("--cluster-enabled", "yes", "--cluster-config-file", "lone.conf",
+                                        "--cluster-port", str(free_port()),
+                                        "--cluster-announce-ip", "127.0.0.1")).start()
+        self.addCleanup(node.kill)
+        with node.client() as c:
+            c.call("CLUSTER", "ADDSLOTSRANGE", "0", "99")
+        servers = "cluster://%s,redis://%s,redis://%s" % (node.address, self.plain[0].address, self.plain[1].address)
+        r, j, checks = self.doctor(servers)
+        self.assertEqual(r.code, 1, r)
+        c = checks["cluster"]
+        self.assertEqual(c["verdict"], "fail", c)
+        self.assertEqual([(n["member"], n["resolved"]) for n in c["servers"]],
+                         [("cluster://" + node.address, node.address)], c)
+        self.assertIn("cluster_state:fail", c["servers"][0]["detail"])
+        # A standalone URL of a cluster node still fails the check, as before.
+        r, j, checks = self.doctor("redis://%s,redis://%s,redis://%s" % (
+            node.address, self.plain[0].address, self.plain[1].address))
+        self.assertEqual(checks["cluster"]["verdict"], "fail", checks["cluster"])
+        self.assertIn("cluster_enabled:1", checks["cluster"]["servers"][0]["detail"])
+
 if __name__ == "__main__":
     main()
