@@ -4,6 +4,7 @@
 
 #include "core/doctor/doctor.hpp"
 #include "core/lock/keys.hpp"
+#include "core/net/cluster.hpp"
 #include "fake_network.hpp"
 
 using namespace redlock;
@@ -502,6 +503,111 @@ TEST_CASE("cluster: a cluster node listed as a standalone master fails; INFO ref
   servers[1].cluster_enabled.reset();
   servers[1].cluster_error = "NOPERM";
   CHECK(check_cluster(servers).verdict == Verdict::Unknown);
+}
+
+namespace {
+
+// Two standalone servers after a Cluster member of three masters: five entries, three members.
+std::vector<ServerFacts> cluster_and_two() {
+  auto servers = healthy_servers(5);
+  for (std::size_t i = 0; i < 5; ++i) servers[i].member = i < 3 ? 0 : i - 2;
+  for (std::size_t i = 0; i < 3; ++i) {
+    servers[i].server = "cluster://fake:7000";
+    servers[i].cluster_member = true;
+    servers[i].node = "fake:" + std::to_string(7000 + i);
+    servers[i].cluster_enabled = true;
+    servers[i].cluster_state = "ok";
+  }
+  return servers;
+}
+
+}  // namespace
+
+TEST_CASE("cluster: a Cluster member's masters are cluster nodes, and must say cluster_state:ok") {
+  auto servers = cluster_and_two();
+  Check c = check_cluster(servers);
+  CHECK(c.verdict == Verdict::Ok);
+  CHECK(c.summary.find("cluster_state:ok") != std::string::npos);
+  servers[1].cluster_state = "fail";
+  c = check_cluster(servers);
+  CHECK(c.verdict == Verdict::Fail);
+  REQUIRE(c.notes.size() == 1);
+  CHECK(c.notes[0].server == 1);
+  CHECK(c.notes[0].text.find("cluster_state:fail") != std::string::npos);
+  CHECK(c.advice.find("refuses every command") != std::string::npos);
+  CHECK(c.advice.find("MOVED") == std::string::npos);
+  servers[1].cluster_state.reset();
+  servers[1].cluster_state_error = "NOPERM";
+  CHECK(check_cluster(servers).verdict == Verdict::Unknown);
+  // A standalone URL of a cluster node still fails, beside the member.
+  servers[1].cluster_state = "ok";
+  servers[4].cluster_enabled = true;
+  c = check_cluster(servers);
+  CHECK(c.verdict == Verdict::Fail);
+  REQUIRE(c.notes.size() == 1);
+  CHECK(c.notes[0].server == 4);
+  CHECK(c.summary.find("1 of 2 servers is") != std::string::npos);
+}
+
+TEST_CASE("members: a Cluster member's masters count once, and vote only when every one answered") {
+  auto servers = cluster_and_two();
+  CHECK(count_members(servers) == 3);
+  CHECK(member_votes(servers) == std::vector<bool>{true, true, true});
+  DoctorReport r = assess(servers, options());
+  CHECK(r.reachable.total == 3);
+  CHECK(r.reachable.yes == 3);
+  CHECK(r.verdict == Verdict::Ok);
+  servers[2].reachable = false;
+  servers[2].error = "connect: refused";
+  CHECK(member_votes(servers) == std::vector<bool>{false, true, true});
+  r = assess(servers, options());
+  CHECK(r.reachable.yes == 2);
+  CHECK_FALSE(r.no_quorum);
+  const Check& reachable = r.checks[0];
+  CHECK(reachable.verdict == Verdict::Warn);
+  CHECK(reachable.summary == "2 of 3 servers answered; a quorum is 2");
+  REQUIRE(reachable.notes.size() == 1);
+  CHECK(reachable.notes[0].server == 2);
+  servers[3].reachable = false;
+  CHECK(assess(servers, options()).no_quorum);
+  // Entries without a member are members of their own.
+  CHECK(count_members(healthy_servers(4)) == 4);
+  CHECK(check_fault_tolerance(count_members(cluster_and_two())).verdict == Verdict::Ok);
+}
+
+TEST_CASE("master and member-wait: a Cluster master with or without replicas; --member-wait N needs N") {
+  auto servers = cluster_and_two();
+  servers[0].replicas = 1;
+  CHECK(check_master(servers).verdict == Verdict::Ok);
+  DoctorOptions o;
+  CHECK(check_member_wait(servers, o).verdict == Verdict::Ok);
+  o.member_wait_replicas = 1;
+  Check c = check_member_wait(servers, o);
+  CHECK(c.verdict == Verdict::Fail);
+  REQUIRE(c.notes.size() == 2);  // the masters without a replica
+  CHECK(c.notes[0].server == 1);
+  CHECK(c.notes[0].text.find("fake:7001 has 0 replicas") != std::string::npos);
+  o.member_wait_replicas = 0;
+  CHECK(check_member_wait(servers, o).verdict == Verdict::Ok);
+  servers[2].wait_error = "ERR unknown command 'WAIT'";
+  CHECK(check_member_wait(servers, o).verdict == Verdict::Fail);
+}
+
+TEST_CASE("key_in_slots: a probe key that hashes to one of the slots given") {
+  const std::string base = "redlock-doctor:probe";
+  CHECK(key_in_slots(base, {}) == base);
+  for (const auto& slots : std::vector<std::vector<std::pair<int, int>>>{{{0, 5460}}, {{16383, 16383}}, {{7, 9}, {100, 100}}}) {
+    const std::string key = key_in_slots(base, slots);
+    const int slot = key_slot(key);
+    CHECK(std::any_of(slots.begin(), slots.end(), [&](const auto& r) { return r.first <= slot && slot <= r.second; }));
+    CHECK(key.starts_with(base));
+    // Every key the probe touches shares the slot.
+    CHECK(key_slot(derive_keys(key).fence) == slot);
+  }
+  // A base with a hash tag of its own has one slot whatever follows: the base itself.
+  const std::string tagged = "{t}redlock-doctor:probe";
+  const int own = key_slot(tagged);
+  CHECK(key_in_slots(tagged, {{(own + 1) % 16384, (own + 1) % 16384}}) == tagged);
 }
 
 TEST_CASE("eviction: any policy but noeviction fails with a maxmemory, warns without one") {

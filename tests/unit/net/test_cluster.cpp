@@ -51,6 +51,23 @@ TEST_CASE("the slot map: CLUSTER SLOTS read, MOVED applied") {
   CHECK_THROWS(SlotMap::parse(Reply::array({Reply::array({Reply::number(0), Reply::number(16384), node("h", 1)})})));
 }
 
+TEST_CASE("the slot map's masters: each once, in slot order, with their slot ranges") {
+  Reply reply = Reply::array({
+      Reply::array({Reply::number(0), Reply::number(99), node("127.0.0.1", 7001), node("127.0.0.1", 7004)}),
+      Reply::array({Reply::number(100), Reply::number(5460), node("127.0.0.1", 7000)}),
+      Reply::array({Reply::number(5461), Reply::number(16383), node("127.0.0.1", 7001)}),
+  });
+  SlotMap map = SlotMap::parse(reply);
+  auto masters = map.masters();
+  REQUIRE(masters.size() == 2);
+  CHECK(masters[0].address() == "127.0.0.1:7001");
+  CHECK(masters[1].address() == "127.0.0.1:7000");
+  CHECK(map.slots_of(masters[0]) == std::vector<std::pair<int, int>>{{0, 99}, {5461, 16383}});
+  CHECK(map.slots_of(masters[1]) == std::vector<std::pair<int, int>>{{100, 5460}});
+  CHECK(map.slots_of(ClusterNode{"127.0.0.1", 7004, 0}).empty());  // a replica serves none
+  CHECK(SlotMap::parse(Reply::array({})).masters().empty());
+}
+
 TEST_CASE("redirections: MOVED and ASK") {
   auto moved = parse_redirect("MOVED 3999 127.0.0.1:6381");
   REQUIRE(moved);
