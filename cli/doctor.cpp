@@ -132,6 +132,34 @@ Json json_optional_ms(const std::optional<Duration>& d) {
   return d ? Json(json_ms(*d)) : Json(nullptr);
 }
 
+// Server I of the report, as servers[] has it.
+Json json_server(const DoctorReport& r, std::size_t i) {
+  const ServerFacts& f = r.servers[i];
+  Json s;
+  s["server"] = f.server;
+  s["member"] = f.server;
+  s["resolved"] = f.node.empty() ? Json(nullptr) : Json(f.node);
+  s["reachable"] = f.reachable;
+  s["duplicate"] = f.duplicate;
+  s["error"] = f.error.empty() ? Json(nullptr) : Json(f.error);
+  s["first_latency_ms"] = json_optional_ms(f.first_latency);
+  s["latency_ms"] = json_optional_ms(f.round_trip);
+  s["role"] = f.role ? Json(*f.role) : Json(nullptr);
+  s["replicas"] = f.role ? Json(f.replicas) : Json(nullptr);
+  s["run_id"] = f.run_id ? Json(*f.run_id) : Json(nullptr);
+  s["redis_version"] = f.version ? Json(*f.version) : Json(nullptr);
+  s["uptime_s"] = f.uptime_s ? Json(*f.uptime_s) : Json(nullptr);
+  s["aof_enabled"] = f.aof ? Json(*f.aof) : Json(nullptr);
+  s["appendfsync"] = f.appendfsync ? Json(*f.appendfsync) : Json(nullptr);
+  s["clock_offset_ms"] = r.skew ? json_optional_ms(r.skew->offsets[i]) : Json(nullptr);
+  s["acl_denied"] = f.denied;
+  s["fence_keys"] = f.fence_keys ? Json(*f.fence_keys) : Json(nullptr);
+  s["fence_keys_complete"] = f.fence_keys ? Json(f.fence_scan_complete) : Json(nullptr);
+  s["sentinels"] = json_sentinels(f.sentinels);
+  s["cluster_state"] = f.cluster_state ? Json(*f.cluster_state) : Json(nullptr);
+  return s;
+}
+
 Json json_report(const DoctorReport& r, const DoctorOptions& options) {
   Json j;
   j["version"] = 1;
@@ -148,32 +176,7 @@ Json json_report(const DoctorReport& r, const DoctorOptions& options) {
     j["clock_uncertainty_ms"] = nullptr;
   }
   auto servers = Json::array();
-  for (std::size_t i = 0; i < r.servers.size(); ++i) {
-    const ServerFacts& f = r.servers[i];
-    Json s;
-    s["server"] = f.server;
-    s["member"] = f.server;
-    s["resolved"] = f.node.empty() ? Json(nullptr) : Json(f.node);
-    s["reachable"] = f.reachable;
-    s["duplicate"] = f.duplicate;
-    s["error"] = f.error.empty() ? Json(nullptr) : Json(f.error);
-    s["first_latency_ms"] = json_optional_ms(f.first_latency);
-    s["latency_ms"] = json_optional_ms(f.round_trip);
-    s["role"] = f.role ? Json(*f.role) : Json(nullptr);
-    s["replicas"] = f.role ? Json(f.replicas) : Json(nullptr);
-    s["run_id"] = f.run_id ? Json(*f.run_id) : Json(nullptr);
-    s["redis_version"] = f.version ? Json(*f.version) : Json(nullptr);
-    s["uptime_s"] = f.uptime_s ? Json(*f.uptime_s) : Json(nullptr);
-    s["aof_enabled"] = f.aof ? Json(*f.aof) : Json(nullptr);
-    s["appendfsync"] = f.appendfsync ? Json(*f.appendfsync) : Json(nullptr);
-    s["clock_offset_ms"] = r.skew ? json_optional_ms(r.skew->offsets[i]) : Json(nullptr);
-    s["acl_denied"] = f.denied;
-    s["fence_keys"] = f.fence_keys ? Json(*f.fence_keys) : Json(nullptr);
-    s["fence_keys_complete"] = f.fence_keys ? Json(f.fence_scan_complete) : Json(nullptr);
-    s["sentinels"] = json_sentinels(f.sentinels);
-    s["cluster_state"] = f.cluster_state ? Json(*f.cluster_state) : Json(nullptr);
-    servers.push_back(std::move(s));
-  }
+  for (std::size_t i = 0; i < r.servers.size(); ++i) servers.push_back(json_server(r, i));
   j["servers"] = servers;
   auto checks = Json::array();
   for (const auto& c : r.checks) {

@@ -398,7 +398,8 @@ void read_sentinel(SentinelFacts& f, const std::string& address, const Result& q
   }
 }
 
-// Every seed sentinel at once (FACT_OF: a member's index to its facts'), CKQUORUM and REPLICAS of each master it is asked about in one pipeline.
+// Every seed sentinel at once (FACT_OF: a member's index to its facts'), CKQUORUM and REPLICAS of each master it is
+// asked about in one pipeline.
 void ask_sentinels(SentinelSeeds& sentinels, const std::vector<std::size_t>& fact_of, std::vector<ServerFacts>& facts) {
   for (const auto& seed : sentinels.seeds) {
     for (const auto& q : seed.questions) {
@@ -727,19 +728,21 @@ Check check_member_wait(const std::vector<ServerFacts>& servers, const DoctorOpt
                              (options.member_wait ? ": its votes cannot be confirmed and never count"
                                                   : ": its votes count unconfirmed (--member-wait 0)")});
     } else if (f.role == "master" && f.replicas < static_cast<std::size_t>(wanted)) {
-      c.notes.push_back({i, Verdict::Fail,
-                         "--member-wait " + std::to_string(wanted) + ", but " + (f.node.empty() ? "its master" : f.node) +
-                             " has " + plural(f.replicas, "replica", "replicas") +
-                             ": WAIT cannot confirm its votes, which never count"});
+      c.notes.push_back(
+          {i, Verdict::Fail,
+           "--member-wait " + std::to_string(wanted) + ", but " + (f.node.empty() ? "its master" : f.node) + " has " +
+               plural(f.replicas, "replica", "replicas") + ": WAIT cannot confirm its votes, which never count"});
     }
   }
-  conclude(c, "every Sentinel or Cluster member's master answers WAIT" +
-                  std::string(wanted ? " and has the replicas --member-wait names" : "") + " (or there is none)",
-           "", are(count_notes(c.notes, Verdict::Warn), count_askable(servers)) + " members whose votes WAIT cannot confirm",
-           "A Sentinel or Cluster member's vote counts once WAIT confirms a replica has it, since a failover loses "
-           "what the promoted replica lacked. Where the service refuses WAIT, or a master has fewer replicas than "
-           "--member-wait names, that member cannot vote; --member-wait 0 counts its votes unconfirmed, and a "
-           "failover may then lose a held lock.");
+  conclude(
+      c,
+      "every Sentinel or Cluster member's master answers WAIT" +
+          std::string(wanted ? " and has the replicas --member-wait names" : "") + " (or there is none)",
+      "", are(count_notes(c.notes, Verdict::Warn), count_askable(servers)) + " members whose votes WAIT cannot confirm",
+      "A Sentinel or Cluster member's vote counts once WAIT confirms a replica has it, since a failover loses "
+      "what the promoted replica lacked. Where the service refuses WAIT, or a master has fewer replicas than "
+      "--member-wait names, that member cannot vote; --member-wait 0 counts its votes unconfirmed, and a "
+      "failover may then lose a held lock.");
   return c;
 }
 
@@ -1132,7 +1135,8 @@ std::vector<bool> member_votes(const std::vector<ServerFacts>& servers) {
 std::string key_in_slots(const std::string& base, const std::vector<std::pair<int, int>>& slots) {
   auto served = [&](const std::string& key) {
     const int slot = key_slot(key);
-    return std::any_of(slots.begin(), slots.end(), [slot](const auto& r) { return r.first <= slot && slot <= r.second; });
+    return std::any_of(slots.begin(), slots.end(),
+                       [slot](const auto& r) { return r.first <= slot && slot <= r.second; });
   };
   if (slots.empty() || served(base)) return base;
   for (int n = 0; n < kProbeKeyTries; ++n) {
@@ -1208,9 +1212,7 @@ class Targets final : public Network {
     request.node = targets_[t].node;
     network_.send(targets_[t].member, std::move(request), std::move(done));
   }
-  void run_until(const std::function<bool()>& done, TimePoint deadline) override {
-    network_.run_until(done, deadline);
-  }
+  void run_until(const std::function<bool()>& done, TimePoint deadline) override { network_.run_until(done, deadline); }
   void flush(TimePoint deadline) override { network_.flush(deadline); }
   // Doctor's SUBSCRIBE is a probe request like the others: it never subscribes through this.
   void subscribe(const std::string&, MessageCallback) override {}

@@ -65,10 +65,10 @@ struct SentinelFacts {
 // What one server told us: a configured member, or one master of a Cluster member (each of them
 // can own a lock's slot, so each is checked as a server is).
 struct ServerFacts {
-  std::string server;                     // redacted URL (of the member, for a Cluster member's master)
-  bool sentinel_member = false;           // a Sentinel group: its master is meant to have replicas
-  bool cluster_member = false;            // a master of a Cluster member, as its slot map names it
-  std::string node;                       // that master's HOST:PORT
+  std::string server;            // redacted URL (of the member, for a Cluster member's master)
+  bool sentinel_member = false;  // a Sentinel group: its master is meant to have replicas
+  bool cluster_member = false;   // a master of a Cluster member, as its slot map names it
+  std::string node;              // that master's HOST:PORT
   // The configured member this is (a Cluster member's masters share it): members, not their
   // masters, are the votes the quorum counts. Nothing: a member of its own, at its own index.
   std::optional<std::size_t> member;

@@ -172,7 +172,8 @@ void Listing::on_scan(std::size_t i, std::size_t w, Result r) {
     targets_.emplace(found->read, std::move(*found));
   }
   walk.cursor = reply.elements[0].str;
-  if (walk.cursor == "0" || walk.scans >= kMaxScans) {
+  // A walk stopped (the bound on locks reached) while this SCAN was out stays stopped.
+  if (!walk.scanned && (walk.cursor == "0" || walk.scans >= kMaxScans)) {
     truncated_ = truncated_ || walk.cursor != "0";
     walk.cursor = "0";
     walk.scans = 0;

@@ -596,7 +596,8 @@ TEST_CASE("master and member-wait: a Cluster master with or without replicas; --
 TEST_CASE("key_in_slots: a probe key that hashes to one of the slots given") {
   const std::string base = "redlock-doctor:probe";
   CHECK(key_in_slots(base, {}) == base);
-  for (const auto& slots : std::vector<std::vector<std::pair<int, int>>>{{{0, 5460}}, {{16383, 16383}}, {{7, 9}, {100, 100}}}) {
+  for (const auto& slots :
+       std::vector<std::vector<std::pair<int, int>>>{{{0, 5460}}, {{16383, 16383}}, {{7, 9}, {100, 100}}}) {
     const std::string key = key_in_slots(base, slots);
     const int slot = key_slot(key);
     CHECK(std::any_of(slots.begin(), slots.end(), [&](const auto& r) { return r.first <= slot && slot <= r.second; }));
