@@ -40,8 +40,10 @@ class FakeNetwork final : public Network {
     std::map<std::string, Entry> data;
     // The shared mode's sorted sets (readers, waiting writers): member -> expiry, on virtual time.
     std::map<std::string, std::map<std::string, TimePoint>> zsets;
-    std::vector<std::string> log;  // script names (or command names), in arrival order
-    std::vector<bool> replicated;  // beside log: whether each request was a vote that WAIT confirms
+    std::vector<std::string> log;    // script names (or command names), in arrival order
+    std::vector<std::string> nodes;  // beside log: each request's Request::node
+    bool cluster = false;            // answers Network::cluster() as a Cluster member would
+    std::vector<bool> replicated;    // beside log: whether each request was a vote that WAIT confirms
     std::size_t publishes = 0;
     std::vector<std::string> announced;  // what was published, in order
     // The server's wall clock, as the distance from virtual time zero to the epoch: fencing
@@ -49,7 +51,8 @@ class FakeNetwork final : public Network {
     std::optional<Duration> wall;
     // The waiters' queues (acquire.lua's sorted sets), by key, in arrival order.
     std::map<std::string, std::vector<std::string>> queues;
-    // Plain commands answered as given, by their words joined with spaces ("SENTINEL CKQUORUM m1").
+    // Plain commands answered as given, by their words joined with spaces ("SENTINEL CKQUORUM m1"),
+    // or for one node of a Cluster member ("@127.0.0.1:7000 SCAN 0 MATCH * COUNT 1000").
     std::map<std::string, Result> answers;
   };
 
@@ -64,6 +67,7 @@ class FakeNetwork final : public Network {
   TimePoint now() const override { return now_; }
   std::string describe(std::size_t i) const override { return "redis://fake:" + std::to_string(7000 + i); }
   std::string role(std::size_t i) const override { return servers[i].role; }
+  bool cluster(std::size_t i) const override { return servers[i].cluster; }
   void flush(TimePoint) override {}
 
   bool resolving() const override {
@@ -262,9 +266,13 @@ class FakeNetwork final : public Network {
     std::string name = request.script ? std::string(request.script->name) : request.argv[0];
     s.log.push_back(name);
     s.replicated.push_back(request.replicated);
+    s.nodes.push_back(request.node);
     if (!request.script) {
       std::string words;
       for (const auto& w : request.argv) words += (words.empty() ? "" : " ") + w;
+      // A Cluster member's node answers for itself: "@HOST:PORT WORDS", else as any node would.
+      if (auto it = s.answers.find("@" + request.node + " " + words); !request.node.empty() && it != s.answers.end())
+        return it->second;
       if (auto it = s.answers.find(words); it != s.answers.end()) return it->second;
     }
     const auto& a = request.argv;  // numkeys, keys…, args…

@@ -469,6 +469,58 @@ TEST_CASE("fence keys: the pattern escapes the prefix's glob characters, and the
   CHECK_FALSE(fence_key_under("jobs:x", "jobs:"));
 }
 
+TEST_CASE("run_doctor on the fake: a Cluster member is asked master by master, and counted once") {
+  FakeNetwork net(3);
+  auto& cluster = net.servers[0];
+  cluster.cluster = true;
+  auto node = [](int port) {
+    return Reply::array({Reply::string("127.0.0.1"), Reply::number(port), Reply::string("id")});
+  };
+  Result slots;
+  slots.reply = Reply::array({
+      Reply::array({Reply::number(0), Reply::number(99), node(7000)}),
+      Reply::array({Reply::number(100), Reply::number(16383), node(7001)}),
+  });
+  cluster.answers["CLUSTER SLOTS"] = slots;
+  Result ok, fail;
+  ok.reply = Reply::string("cluster_state:ok\r\ncluster_slots_assigned:16384\r\n");
+  fail.reply = Reply::string("cluster_state:fail\r\n");
+  cluster.answers["@127.0.0.1:7000 CLUSTER INFO"] = ok;
+  cluster.answers["@127.0.0.1:7001 CLUSTER INFO"] = fail;
+  DoctorOptions o = options();
+  o.probe_key = doctor_probe_key("");
+  DoctorReport r = run_doctor(net, o);
+  REQUIRE(r.servers.size() == 4);
+  CHECK(r.reachable.total == 3);
+  CHECK(r.reachable.yes == 3);
+  CHECK(r.servers[0].node == "127.0.0.1:7000");
+  CHECK(r.servers[1].node == "127.0.0.1:7001");
+  CHECK(r.servers[0].member == 0u);
+  CHECK(r.servers[1].member == 0u);
+  CHECK(r.servers[2].member == 1u);
+  CHECK(r.servers[3].node.empty());
+  CHECK(r.servers[0].cluster_state == "ok");
+  CHECK(r.servers[1].cluster_state == "fail");
+  CHECK_FALSE(r.servers[2].cluster_state);
+  // The probe ran on each master.
+  const auto& log = cluster.log;
+  const auto probes = std::count(log.begin(), log.end(), "acquire");
+  CHECK(probes == 2);
+  const auto& cluster_check =
+      *std::find_if(r.checks.begin(), r.checks.end(), [](const Check& c) { return c.name == "cluster"; });
+  CHECK(cluster_check.verdict == Verdict::Fail);
+  // (The fake answers no INFO: the standalone servers' notes are unknown.)
+  std::vector<std::size_t> failed;
+  for (const auto& note : cluster_check.notes) {
+    if (note.verdict == Verdict::Fail) failed.push_back(note.server);
+  }
+  CHECK(failed == std::vector<std::size_t>{1});
+  // The standalone servers were never asked CLUSTER anything.
+  for (std::size_t i : Ids{1, 2})
+    CHECK(std::count(net.servers[i].log.begin(), net.servers[i].log.end(), "CLUSTER") == 0);
+  CHECK(std::count(log.begin(), log.end(), "CLUSTER") == 3);  // SLOTS, then INFO of each master
+}
+
 TEST_CASE("run_doctor on the fake: counts the fencing counters under the prefix, and only those") {
   FakeNetwork net(3);
   for (std::size_t i = 0; i < 3; ++i) {

@@ -1,8 +1,11 @@
 #include <doctest/doctest.h>
 
 #include "core/lock/listing.hpp"
+#include "fake_network.hpp"
 
 using namespace redlock;
+using namespace std::chrono_literals;
+using redlock::test::FakeNetwork;
 
 TEST_CASE("the scan looks for the locks under the prefix and their helper keys") {
   CHECK(scan_patterns("", "*") == std::vector<std::string>{"*"});
@@ -114,4 +117,70 @@ TEST_CASE("a semaphore's row: its limit, its held slots, the state over all of t
     CHECK_FALSE(partial.limit);
     CHECK(partial.holders.empty());
   }
+}
+
+namespace {
+
+Reply scan_reply(std::vector<std::string> keys) {
+  std::vector<Reply> found;
+  for (auto& k : keys) found.push_back(Reply::string(std::move(k)));
+  return Reply::array({Reply::string("0"), Reply::array(std::move(found))});
+}
+
+Result answer(Reply reply) {
+  Result r;
+  r.reply = std::move(reply);
+  return r;
+}
+
+Reply cluster_node(const char* host, int port) {
+  return Reply::array({Reply::string(host), Reply::number(port), Reply::string("id")});
+}
+
+}  // namespace
+
+TEST_CASE("a Cluster member: every master of its map walked, each lock read alone, found once") {
+  FakeNetwork net(3);
+  for (std::size_t i = 0; i < 3; ++i) {
+    for (const char* key : {"job1", "job2"})
+      net.servers[i].data[key] = FakeNetwork::Entry{std::string("tok-") + key, "string", net.now() + 30s};
+    net.servers[i].answers["SCAN 0 MATCH * COUNT 1000"] = answer(scan_reply({"job1", "job2"}));
+  }
+  auto& cluster = net.servers[0];
+  cluster.cluster = true;
+  cluster.answers["CLUSTER SLOTS"] = answer(Reply::array({
+      Reply::array({Reply::number(0), Reply::number(8191), cluster_node("127.0.0.1", 7000)}),
+      Reply::array({Reply::number(8192), Reply::number(16383), cluster_node("127.0.0.1", 7001)}),
+  }));
+  // job1 on both masters (one of them does not own its slot): read once all the same.
+  cluster.answers["@127.0.0.1:7000 SCAN 0 MATCH * COUNT 1000"] = answer(scan_reply({"job1"}));
+  cluster.answers["@127.0.0.1:7001 SCAN 0 MATCH * COUNT 1000"] = answer(scan_reply({"job2", "job1"}));
+
+  ListResult r = list_locks(net, ListOptions{});
+  CHECK(r.tally.yes == 3);
+  REQUIRE(r.locks.size() == 2);
+  for (const auto& lock : r.locks) {
+    CHECK(lock.verdict.state == LockState::Held);
+    CHECK(lock.verdict.servers_held == 3);
+    CHECK(lock.verdict.token == "tok-" + lock.name);
+  }
+  CHECK(cluster.log == std::vector<std::string>{"CLUSTER", "SCAN", "SCAN", "list", "list"});
+  CHECK(cluster.nodes == std::vector<std::string>{"*", "127.0.0.1:7000", "127.0.0.1:7001", "", ""});
+  // A standalone server: one walk, one read of both.
+  CHECK(net.servers[1].log == std::vector<std::string>{"SCAN", "list"});
+  CHECK(net.servers[1].nodes == std::vector<std::string>{"", ""});
+}
+
+TEST_CASE("a Cluster member whose map names no master has failed; the others list on") {
+  FakeNetwork net(3);
+  for (std::size_t i = 0; i < 3; ++i) net.servers[i].answers["SCAN 0 MATCH * COUNT 1000"] = answer(scan_reply({}));
+  net.servers[0].cluster = true;
+  net.servers[0].answers["CLUSTER SLOTS"] = answer(Reply::array({}));
+  ListResult r = list_locks(net, ListOptions{});
+  CHECK(r.tally.yes == 2);
+  CHECK_FALSE(r.no_quorum);
+  REQUIRE(r.servers.size() == 3);
+  CHECK_FALSE(r.servers[0].ok);
+  CHECK(r.servers[0].error.find("names no master") != std::string::npos);
+  CHECK(net.servers[0].log == std::vector<std::string>{"CLUSTER"});
 }
