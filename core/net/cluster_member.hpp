@@ -1,7 +1,9 @@
 // A Cluster member: its vote is given by the master that owns the slot of the request's key. The
 // slot map comes from CLUSTER SLOTS, asked of the seeds (then of the nodes the map named) in turn;
 // requests wait for it within their own deadline. A MOVED updates the map and re-sends the request
-// to the node named, an ASK sends it there once after ASKING, each within the same deadline.
+// to the node named, an ASK sends it there once after ASKING, each within the same deadline. A
+// request that names its node (Request::node: list's SCAN of each master, doctor's checks) goes
+// there, once the map is known, and is never redirected.
 #pragma once
 
 #include <cstddef>
