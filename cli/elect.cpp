@@ -129,7 +129,7 @@ int observe(const ElectOptions& o, const GlobalOptions& global) {
   Redlock redlock(*transport, request_timeout(global));
   SignalCatcher signals(kStop);
   transport->set_wait_sigmask(&signals.wait_mask());
-  transport->subscribe(keys.channel, [&woken](std::size_t, std::string_view) { woken = true; });
+  transport->subscribe(keys.channel, [&woken](const ChannelEvent&) { woken = true; });
   std::optional<std::string> shown;  // the token of the last line printed, empty for free
   bool short_of_quorum = false;
   while (!signals.pending(kStop)) {
