@@ -2,7 +2,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cerrno>
 #include <csignal>
@@ -34,10 +33,6 @@ void write_token_file(const std::string& path, const std::string& token) {
 namespace {
 
 using A = AcquireOptions;
-
-CLI::Validator drift_range() {
-  return CLI::Range(0.0, 0.5);
-}
 
 const OptionRow<A> kAcquireOptions[] = {
     {.flags = "--ttl",
@@ -126,9 +121,8 @@ const OptionRow<A> kAcquireOptions[] = {
 
 }  // namespace
 
-void add_acquire_options(CLI::App& sub, AcquireOptions& o, const GlobalOptions& global) {
-  sub.add_option("NAME", o.name, "the lock's name")->required();
-  add_option_rows(sub, o, std::span<const OptionRow<A>>(kAcquireOptions), global);
+void add_acquire_options(Subcommand& sub, AcquireOptions& o, const GlobalOptions& global) {
+  sub.argument("NAME", o.name, "the lock's name").rows(o, std::span<const OptionRow<A>>(kAcquireOptions), global);
 }
 
 namespace {
@@ -463,9 +457,9 @@ int run_acquire(const AcquireOptions& o, const GlobalOptions& global) {
 
 void setup_acquire(CLI::App& app, const GlobalOptions& global, Action& action) {
   auto options = std::make_shared<AcquireOptions>();
-  auto* sub = app.add_subcommand("acquire", "take the lock and print its token");
-  add_acquire_options(*sub, *options, global);
-  sub->callback([options, &global, &action] { action = [options, &global] { return run_acquire(*options, global); }; });
+  Subcommand sub(app, "acquire", "take the lock and print its token");
+  add_acquire_options(sub, *options, global);
+  sub.on_parsed([options, &global, &action] { action = [options, &global] { return run_acquire(*options, global); }; });
 }
 
 }  // namespace redlock::cli

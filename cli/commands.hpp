@@ -1,4 +1,4 @@
-// The subcommands. Each file binds its options to a CLI11 subcommand (setup_*) and does the work
+// The subcommands. Each file binds its options to a subcommand of the parser (setup_*) and does the work
 // (run_*), returning the exit status.
 #pragma once
 
@@ -8,6 +8,7 @@
 #include <string>
 
 #include "exit_codes.hpp"
+#include "option_table.hpp"
 #include "options.hpp"
 #include "output.hpp"
 #include "private_file.hpp"
@@ -55,7 +56,7 @@ struct AcquirePlan {
   std::optional<std::size_t> slot;
 };
 
-void add_acquire_options(CLI::App& sub, AcquireOptions& options, const GlobalOptions& global);
+void add_acquire_options(Subcommand& sub, AcquireOptions& options, const GlobalOptions& global);
 // "NAME: busy: …" or "NAME: still busy when the wait ran out: …" on stderr, unless -q or --json.
 void say_busy(const GlobalOptions& global, const std::string& name, const AcquireResult& r);
 // write_token_file, and when it fails, GIVE_BACK before the configuration error goes on. Nothing
@@ -86,7 +87,6 @@ const char* reentry_refusal(const StatusResult& s);
 
 // --limit K (REDLOCK_LIMIT): the lock is a semaphore of K slots. One row, in the table of every
 // command that takes it.
-CLI::Validator limit_range();
 template <class Settings>
 OptionRow<Settings> limit_row(std::size_t Settings::*limit) {
   return {.flags = "--limit",

@@ -1,4 +1,3 @@
-#include <CLI/CLI.hpp>
 #include <cstdio>
 
 #include "commands.hpp"
@@ -26,9 +25,9 @@ int print_completion(const std::string& shell) {
 
 void setup_completion(CLI::App& app, const GlobalOptions&, Action& action) {
   auto shell = std::make_shared<std::string>();
-  auto* sub = app.add_subcommand("completion", "print the completion script for bash or zsh");
-  sub->add_option("SHELL", *shell, "bash or zsh")->type_name("bash|zsh")->required();
-  sub->callback([shell, &action] { action = [shell] { return print_completion(*shell); }; });
+  Subcommand sub(app, "completion", "print the completion script for bash or zsh");
+  sub.argument("SHELL", *shell, "bash or zsh", false, "bash|zsh");
+  sub.on_parsed([shell, &action] { action = [shell] { return print_completion(*shell); }; });
 }
 
 }  // namespace redlock::cli

@@ -1,6 +1,5 @@
 #include "core/doctor/doctor.hpp"
 
-#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <map>
 
@@ -236,9 +235,9 @@ int run_doctor_command(const DoctorCliOptions& o, const GlobalOptions& global) {
 
 void setup_doctor(CLI::App& app, const GlobalOptions& global, Action& action) {
   auto o = std::make_shared<DoctorCliOptions>();
-  auto* sub = app.add_subcommand("doctor", "check that the servers suit Redlock, with a verdict per check");
-  add_option_rows(*sub, *o, std::span<const OptionRow<DoctorCliOptions>>(kDoctorOptions), global);
-  sub->callback([o, &global, &action] { action = [o, &global] { return run_doctor_command(*o, global); }; });
+  Subcommand sub(app, "doctor", "check that the servers suit Redlock, with a verdict per check");
+  sub.rows(*o, std::span<const OptionRow<DoctorCliOptions>>(kDoctorOptions), global);
+  sub.on_parsed([o, &global, &action] { action = [o, &global] { return run_doctor_command(*o, global); }; });
 }
 
 }  // namespace redlock::cli

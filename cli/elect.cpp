@@ -1,7 +1,6 @@
 // `elect`: a standby loop for a service that must run on one host at a time. Each term waits for the
 // lock and runs the command while holding it, as `run` does; when the command ends or the lock is
 // lost, the lock goes back and the loop campaigns again. `--observe` only watches who leads.
-#include <CLI/CLI.hpp>
 #include <cerrno>
 #include <climits>
 #include <csignal>
@@ -28,10 +27,6 @@ struct ElectOptions {
 };
 
 using El = ElectOptions;
-
-CLI::Validator term_count_range() {
-  return CLI::Range(1, INT_MAX);
-}
 
 const OptionRow<El> kElectOptions[] = {
     {.flags = "--once", .env = "REDLOCK_ONCE", .help = "stop after the first term", .target = &El::once},
@@ -129,7 +124,7 @@ int observe(const ElectOptions& o, const GlobalOptions& global) {
   Redlock redlock(*transport, request_timeout(global));
   SignalCatcher signals(kStop);
   transport->set_wait_sigmask(&signals.wait_mask());
-  transport->subscribe(keys.channel, [&woken](std::size_t, std::string_view) { woken = true; });
+  transport->subscribe(keys.channel, [&woken](const ChannelEvent&) { woken = true; });
   std::optional<std::string> shown;  // the token of the last line printed, empty for free
   bool short_of_quorum = false;
   while (!signals.pending(kStop)) {
@@ -178,11 +173,11 @@ int run_elect(const ElectOptions& o, const GlobalOptions& global) {
 
 void setup_elect(CLI::App& app, const GlobalOptions& global, Action& action) {
   auto o = std::make_shared<ElectOptions>();
-  auto* sub = app.add_subcommand("elect", "run a command on one host at a time, campaigning again when it ends");
-  auto* kill_after = add_run_options(*sub, o->run, global);
-  add_option_rows(*sub, *o, std::span<const OptionRow<ElectOptions>>(kElectOptions), global);
-  sub->callback([o, kill_after, &global, &action] {
-    o->run.kill_after_given = kill_after_given(kill_after);
+  Subcommand sub(app, "elect", "run a command on one host at a time, campaigning again when it ends");
+  add_run_options(sub, o->run, global);
+  sub.rows(*o, std::span<const OptionRow<ElectOptions>>(kElectOptions), global);
+  sub.on_parsed([o, sub, &global, &action] {
+    o->run.kill_after_given = kill_after_given(sub);
     action = [o, &global] { return run_elect(*o, global); };
   });
 }

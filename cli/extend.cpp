@@ -1,4 +1,3 @@
-#include <CLI/CLI.hpp>
 
 #include "commands.hpp"
 #include "core/util/duration.hpp"
@@ -84,10 +83,10 @@ int run_extend(const ExtendOptions& o, const GlobalOptions& global) {
 
 void setup_extend(CLI::App& app, const GlobalOptions& global, Action& action) {
   auto o = std::make_shared<ExtendOptions>();
-  auto* sub = app.add_subcommand("extend", "reset the expiry of a lock held with TOKEN");
-  sub->add_option("NAME", o->name, "the lock's name")->required();
-  add_option_rows(*sub, *o, std::span<const OptionRow<E>>(kExtendOptions), global);
-  sub->callback([o, &global, &action] { action = [o, &global] { return run_extend(*o, global); }; });
+  Subcommand sub(app, "extend", "reset the expiry of a lock held with TOKEN");
+  sub.argument("NAME", o->name, "the lock's name");
+  sub.rows(*o, std::span<const OptionRow<E>>(kExtendOptions), global);
+  sub.on_parsed([o, &global, &action] { action = [o, &global] { return run_extend(*o, global); }; });
 }
 
 }  // namespace redlock::cli

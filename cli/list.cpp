@@ -1,6 +1,5 @@
 #include "core/lock/listing.hpp"
 
-#include <CLI/CLI.hpp>
 #include <cstdio>
 
 #include "commands.hpp"
@@ -134,9 +133,9 @@ int run_list(const ListCliOptions& o, const GlobalOptions& global) {
 
 void setup_list(CLI::App& app, const GlobalOptions& global, Action& action) {
   auto o = std::make_shared<ListCliOptions>();
-  auto* sub = app.add_subcommand("list", "show every lock under --prefix: who holds what");
-  sub->add_option("PATTERN", o->pattern, "only the locks whose NAME matches this glob (default: all)");
-  sub->callback([o, &global, &action] { action = [o, &global] { return run_list(*o, global); }; });
+  Subcommand sub(app, "list", "show every lock under --prefix: who holds what");
+  sub.argument("PATTERN", o->pattern, "only the locks whose NAME matches this glob (default: all)", true);
+  sub.on_parsed([o, &global, &action] { action = [o, &global] { return run_list(*o, global); }; });
 }
 
 }  // namespace redlock::cli

@@ -1,53 +1,96 @@
-// Registers a table of OptionRow (options.hpp) with CLI11: one add_option or add_flag per row.
+// Registers a table of OptionRow (options.hpp) with the parser: one option or flag per row, and a
+// subcommand's own words. CLI11 is included by option_table.cpp and by main.cpp, options.cpp and
+// help.cpp alone, not by the files of the subcommands: its header defines validators that every
+// file including it builds at start-up and destroys at exit, which cost every command more than
+// parsing its words.
 #pragma once
 
-#include <CLI/CLI.hpp>
+#include <functional>
 #include <span>
 #include <string>
-#include <type_traits>
+#include <string_view>
+#include <variant>
+#include <vector>
 
 #include "options.hpp"
 
+namespace CLI {
+class App;
+class Option;
+class Validator;
+}  // namespace CLI
+
 namespace redlock::cli {
 
+// A row's value, its settings struct known.
+using OptionValue = std::variant<std::string*, bool*, int*, double*, std::size_t*, std::vector<std::string>*>;
+
+// What a row says of its option, apart from where the value goes.
+struct RowSpec {
+  std::string_view flags;
+  std::string_view env;
+  bool takes_value = false;
+  std::string_view type_name;
+  std::string_view help;
+  bool show_default = false;
+  bool repeatable = false;
+  bool env_by_hand = false;
+  CLI::Validator (*check)() = nullptr;
+};
+
 template <class Settings>
-CLI::Option* add_option_row(CLI::App& app, Settings& settings, const OptionRow<Settings>& row) {
-  const std::string flags(row.flags);
-  const std::string help(row.help);
-  CLI::Option* option = std::visit(
-      [&](auto member) -> CLI::Option* {
-        auto& value = settings.*member;
-        using Value = std::decay_t<decltype(value)>;
-        if constexpr (std::is_same_v<Value, bool>) {
-          return app.add_flag(flags, value, help);
-        } else if constexpr (std::is_same_v<Value, int>) {
-          return row.takes_value ? app.add_option(flags, value, help) : app.add_flag(flags, value, help);
-        } else {
-          return app.add_option(flags, value, help);
-        }
-      },
-      row.target);
-  if (!row.type_name.empty()) option->type_name(std::string(row.type_name));
-  if (row.repeatable) option->type_size(1)->expected(1)->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-  if (!row.env.empty() && !row.env_by_hand) option->envname(std::string(row.env));
-  if (row.check) option->check(row.check());
-  if (row.show_default) option->capture_default_str();
-  return option;
+RowSpec row_spec(const OptionRow<Settings>& row) {
+  return {row.flags,        row.env,        row.takes_value, row.type_name, row.help,
+          row.show_default, row.repeatable, row.env_by_hand, row.check};
 }
 
-// The rows of ROWS that GLOBAL wants built (see option_wanted).
+// Adds the option of ROW to APP, its value going to VALUE.
+CLI::Option* add_option_row(CLI::App& app, const RowSpec& row, OptionValue value);
+
+// The rows of ROWS that GLOBAL wants built (see option_wanted), their values going to SETTINGS.
 template <class Settings>
 void add_option_rows(CLI::App& app, Settings& settings, std::span<const OptionRow<Settings>> rows,
                      const GlobalOptions& global) {
   for (const auto& row : rows) {
-    if (option_wanted(global, row.flags, row.env)) add_option_row(app, settings, row);
+    if (!option_wanted(global, row.flags, row.env)) continue;
+    add_option_row(app, row_spec(row),
+                   std::visit([&](auto member) -> OptionValue { return &(settings.*member); }, row.target));
   }
 }
 
-// The check of an option that is an exit status.
-inline CLI::Validator exit_status_range() {
-  return CLI::Range(0, 255);
-}
+// A subcommand as its setup function builds it: its words, its options' rows, and what is to run
+// once a command line has been parsed into it.
+class Subcommand {
+ public:
+  // Adds the subcommand NAME to PARENT.
+  Subcommand(CLI::App& parent, const std::string& name, const std::string& help);
+
+  // A word after the options, into VALUE; required unless OPTIONAL.
+  Subcommand& argument(const std::string& name, std::string& value, const std::string& help, bool optional = false,
+                       const std::string& type_name = {});
+  // Every word that is left (run's CMD), into VALUES.
+  Subcommand& arguments(const std::string& name, std::vector<std::string>& values, const std::string& help);
+  template <class Settings>
+  Subcommand& rows(Settings& settings, std::span<const OptionRow<Settings>> rows, const GlobalOptions& global) {
+    add_option_rows(*app_, settings, rows, global);
+    return *this;
+  }
+  // Runs FN once a command line has been parsed into this subcommand.
+  void on_parsed(std::function<void()> fn);
+  // Once parsed: whether the option NAME ("--kill-after") was on the command line (false when it
+  // was not built).
+  bool given(const std::string& name) const;
+
+ private:
+  CLI::App* app_;
+};
+
+// The checks of option values.
+CLI::Validator exit_status_range();  // 0 to 255
+CLI::Validator drift_range();        // 0 to 0.5
+CLI::Validator term_count_range();   // 1 or more
+CLI::Validator limit_range();        // 1 to kMaxLimit
+CLI::Validator until_values();       // released or free
 
 // The row of ROWS whose flags include NAME ("--kill-after"); nullptr when none.
 template <class Settings>

@@ -1,4 +1,3 @@
-#include <CLI/CLI.hpp>
 
 #include "commands.hpp"
 #include "core/util/error.hpp"
@@ -86,10 +85,9 @@ int run_release(const ReleaseOptions& o, const GlobalOptions& global) {
 
 void setup_release(CLI::App& app, const GlobalOptions& global, Action& action) {
   auto o = std::make_shared<ReleaseOptions>();
-  auto* sub = app.add_subcommand("release", "delete the lock if it holds TOKEN (or whoever holds it, --force)");
-  sub->add_option("NAME", o->name, "the lock's name")->required();
-  add_option_rows(*sub, *o, std::span<const OptionRow<Rel>>(kReleaseOptions), global);
-  sub->callback([o, &global, &action] { action = [o, &global] { return run_release(*o, global); }; });
+  Subcommand sub(app, "release", "delete the lock if it holds TOKEN (or whoever holds it, --force)");
+  sub.argument("NAME", o->name, "the lock's name").rows(*o, std::span<const OptionRow<Rel>>(kReleaseOptions), global);
+  sub.on_parsed([o, &global, &action] { action = [o, &global] { return run_release(*o, global); }; });
 }
 
 }  // namespace redlock::cli

@@ -2,7 +2,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -622,25 +621,24 @@ const OptionRow<R> kRunOptions[] = {
 
 }  // namespace
 
-CLI::Option* add_run_options(CLI::App& command, RunOptions& options, const GlobalOptions& global) {
+void add_run_options(Subcommand& command, RunOptions& options, const GlobalOptions& global) {
   add_acquire_options(command, options.acquire, global);
-  command.add_option("CMD", options.argv,
-                     "the command and its arguments: from the first word after NAME that is no option (or after --)");
-  add_option_rows(command, options, std::span<const OptionRow<R>>(kRunOptions), global);
-  return command.get_option_no_throw("--kill-after");  // not built when nothing names it
+  command.arguments("CMD", options.argv,
+                    "the command and its arguments: from the first word after NAME that is no option (or after --)");
+  command.rows(options, std::span<const OptionRow<R>>(kRunOptions), global);
 }
 
-bool kill_after_given(const CLI::Option* kill_after) {
+bool kill_after_given(const Subcommand& command) {
   const auto* row = find_row(std::span<const OptionRow<R>>(kRunOptions), "--kill-after");
-  return (kill_after && kill_after->count() > 0) || std::getenv(std::string(row->env).c_str());
+  return command.given("--kill-after") || std::getenv(std::string(row->env).c_str());
 }
 
 void setup_run(CLI::App& app, const GlobalOptions& global, Action& action) {
   auto o = std::make_shared<RunOptions>();
-  auto* sub = app.add_subcommand("run", "hold the lock for exactly as long as a command runs");
-  auto* kill_after = add_run_options(*sub, *o, global);
-  sub->callback([o, kill_after, &global, &action] {
-    o->kill_after_given = kill_after_given(kill_after);
+  Subcommand sub(app, "run", "hold the lock for exactly as long as a command runs");
+  add_run_options(sub, *o, global);
+  sub.on_parsed([o, sub, &global, &action] {
+    o->kill_after_given = kill_after_given(sub);
     action = [o, &global] { return run_run(*o, global); };
   });
 }

@@ -12,10 +12,6 @@
 #include "core/util/error.hpp"
 #include "exit_codes.hpp"
 
-namespace CLI {
-class Option;
-}
-
 namespace redlock::cli {
 
 class SignalCatcher;
@@ -49,11 +45,11 @@ struct RunPlan {
 RunPlan plan_run(const RunOptions& o, const GlobalOptions& global);
 
 // Binds run's options (acquire's among them, and CMD) to COMMAND, those GLOBAL wants built (see
-// option_wanted). Returns --kill-after, nullptr when it was not built.
-CLI::Option* add_run_options(CLI::App& command, RunOptions& options, const GlobalOptions& global);
-// Whether --kill-after (KILL_AFTER, from add_run_options) was given, on the command line or in its
-// variable: only then is a --kill-after cut to the TTL worth a warning.
-bool kill_after_given(const CLI::Option* kill_after);
+// option_wanted).
+void add_run_options(Subcommand& command, RunOptions& options, const GlobalOptions& global);
+// Whether COMMAND's --kill-after was given, on the command line or in its variable: only then is a
+// --kill-after cut to the TTL worth a warning.
+bool kill_after_given(const Subcommand& command);
 
 // The signals `run` catches until its report is written: forwarded to the command, and TERM, INT
 // and HUP stop a wait for the lock.

@@ -1,5 +1,4 @@
 // --limit K: the commands' side of a semaphore (core/lock/semaphore.hpp).
-#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <ctime>
 #include <variant>
@@ -10,10 +9,6 @@
 #include "exit_codes.hpp"
 
 namespace redlock::cli {
-
-CLI::Validator limit_range() {
-  return CLI::Range(std::size_t{1}, kMaxLimit);
-}
 
 AcquireResult take_lock(Redlock& redlock, AcquirePlan& plan) {
   if (plan.limit == 0) return redlock.acquire(plan.spec, plan.wait);

@@ -1,5 +1,4 @@
 // --shared: the commands' side of the shared mode (core/lock/shared.hpp).
-#include <CLI/CLI.hpp>
 #include <cstdio>
 
 #include "commands.hpp"

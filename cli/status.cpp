@@ -1,4 +1,3 @@
-#include <CLI/CLI.hpp>
 #include <cstdio>
 
 #include "commands.hpp"
@@ -130,10 +129,10 @@ const OptionRow<StatusOptions> kStatusOptions[] = {limit_row(&StatusOptions::lim
 
 void setup_status(CLI::App& app, const GlobalOptions& global, Action& action) {
   auto o = std::make_shared<StatusOptions>();
-  auto* sub = app.add_subcommand("status", "show who holds the lock on each server");
-  sub->add_option("NAME", o->name, "the lock's name")->required();
-  add_option_rows(*sub, *o, std::span<const OptionRow<StatusOptions>>(kStatusOptions), global);
-  sub->callback([o, &global, &action] { action = [o, &global] { return run_status(*o, global); }; });
+  Subcommand sub(app, "status", "show who holds the lock on each server");
+  sub.argument("NAME", o->name, "the lock's name");
+  sub.rows(*o, std::span<const OptionRow<StatusOptions>>(kStatusOptions), global);
+  sub.on_parsed([o, &global, &action] { action = [o, &global] { return run_status(*o, global); }; });
 }
 
 }  // namespace redlock::cli

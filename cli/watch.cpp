@@ -1,6 +1,5 @@
 #include "core/lock/watch.hpp"
 
-#include <CLI/CLI.hpp>
 #include <csignal>
 #include <cstdio>
 #include <ctime>
@@ -93,10 +92,6 @@ int run_watch(const WatchOptions& o, const GlobalOptions& global) {
   }
 }
 
-CLI::Validator until_values() {
-  return CLI::IsMember({"released", "free"});
-}
-
 const OptionRow<WatchOptions> kWatchOptions[] = {
     {.flags = "--until",
      .env = "REDLOCK_UNTIL",
@@ -111,10 +106,10 @@ const OptionRow<WatchOptions> kWatchOptions[] = {
 
 void setup_watch(CLI::App& app, const GlobalOptions& global, Action& action) {
   auto o = std::make_shared<WatchOptions>();
-  auto* sub = app.add_subcommand("watch", "print the events on a lock as they happen, one JSON line each");
-  sub->add_option("NAME", o->name, "the lock's name")->required();
-  add_option_rows(*sub, *o, std::span<const OptionRow<WatchOptions>>(kWatchOptions), global);
-  sub->callback([o, &global, &action] { action = [o, &global] { return run_watch(*o, global); }; });
+  Subcommand sub(app, "watch", "print the events on a lock as they happen, one JSON line each");
+  sub.argument("NAME", o->name, "the lock's name")
+      .rows(*o, std::span<const OptionRow<WatchOptions>>(kWatchOptions), global);
+  sub.on_parsed([o, &global, &action] { action = [o, &global] { return run_watch(*o, global); }; });
 }
 
 }  // namespace redlock::cli

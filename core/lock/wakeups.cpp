@@ -24,10 +24,22 @@ WakeEvent parse_wake_message(std::string_view message) {
     e.kind = WakeEvent::Kind::Retracted;
   } else if (message == "acquired") {
     e.kind = WakeEvent::Kind::Acquired;
-  } else if (message == "subscribed") {
-    e.kind = WakeEvent::Kind::Subscribed;
   }
   return e;
+}
+
+WakeEvent wake_event(const ChannelEvent& event) {
+  switch (event.kind) {
+    case ChannelEvent::Kind::Message:
+      return parse_wake_message(event.text);
+    case ChannelEvent::Kind::Subscribed: {
+      WakeEvent e;
+      e.kind = WakeEvent::Kind::Subscribed;
+      return e;
+    }
+    default:
+      return WakeEvent{};
+  }
 }
 
 struct Wakeups::State {
@@ -134,8 +146,8 @@ void Wakeups::subscribe(TimePoint settle_by, const std::function<bool()>& interr
   subscribing_ = true;
   // A queued waiter listens on its own channel alone: the releases that are not its turn stay unheard.
   const std::string& channel = state_->queued ? state_->queued->channel : channel_;
-  network_.subscribe(channel, [state = state_, this](std::size_t, std::string_view message) {
-    if (state->active) state->on(parse_wake_message(message), network_.now(), reliable());
+  network_.subscribe(channel, [state = state_, this](const ChannelEvent& event) {
+    if (state->active) state->on(wake_event(event), network_.now(), reliable());
   });
   network_.run_until([&] { return reliable() || interrupted(); }, std::min(state_->deadline, settle_by));
   state_->settled = true;

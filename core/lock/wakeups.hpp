@@ -18,10 +18,11 @@
 
 namespace redlock {
 
-// A message on a lock's wake-up channel: "released N" (N waiters were subscribed where it was
-// released), followed by the ids of the queued waiters it wakes first, when it names any,
-// "retracted" (an attempt without a quorum gave back what it took), "acquired", or the
-// transport's own "subscribed" (a subscription is (re)confirmed). Anything else is Other.
+// What a waiter hears on a lock's wake-up channel: the message "released N" (N waiters were
+// subscribed where it was released), followed by the ids of the queued waiters it wakes first, when
+// it names any, "retracted" (an attempt without a quorum gave back what it took) or "acquired"; or
+// the subscription's own news that it is (re)confirmed (Subscribed, never a message's text).
+// Anything else is Other.
 struct WakeEvent {
   enum class Kind { Released, Retracted, Acquired, Subscribed, Other };
   Kind kind = Kind::Other;
@@ -31,6 +32,7 @@ struct WakeEvent {
 };
 
 WakeEvent parse_wake_message(std::string_view message);
+WakeEvent wake_event(const ChannelEvent& event);
 
 // A waiter in the lock's queue (see acquire.lua): its id, which the releases name, the channel of
 // its own it listens on instead of the lock's (a release wakes it alone, when its turn comes), and

@@ -202,29 +202,32 @@ LockVerdict LockWatch::start() {
     }
   }
   history_.start(readings, sent);
-  network_.subscribe_channels(
-      std::move(channels),
-      [this, alive = alive_](std::size_t server, const std::string& channel, std::string_view message) {
-        if (*alive) on_message(server, channel, message);
-      });
+  network_.subscribe_channels(std::move(channels), [this, alive = alive_](const ChannelEvent& event) {
+    if (*alive) on_event(event);
+  });
   next_poll_ = network_.now() + kPoll;
   return judge_lock(readings);
 }
 
-void LockWatch::on_message(std::size_t server, const std::string& channel, std::string_view message) {
-  auto starts = [&](std::string_view word) { return message.substr(0, word.size()) == word; };
-  if (channel == keys_.channel) {
-    if (message == "acquired" || message == "joined" || message == "subscribed") push(server, NoteKind::Read);
-    if (message == "extended") push(server, NoteKind::ReadExtended);
+void LockWatch::on_event(const ChannelEvent& event) {
+  const std::size_t server = event.server;
+  const std::string_view message = event.text;
+  const bool told = event.kind == ChannelEvent::Kind::Message;
+  auto starts = [&](std::string_view word) { return told && message.starts_with(word); };
+  if (event.channel == keys_.channel) {
+    if (event.kind == ChannelEvent::Kind::Subscribed) push(server, NoteKind::Read);
+    if (told && (message == "acquired" || message == "joined")) push(server, NoteKind::Read);
+    if (told && message == "extended") push(server, NoteKind::ReadExtended);
     if (starts("released")) push(server, NoteKind::Released);
     if (starts("retracted")) push(server, NoteKind::Retracted);
     return;
   }
-  if (channel != keyspace_channels_[server]) return;
+  if (event.channel != keyspace_channels_[server]) return;
+  if (event.kind == ChannelEvent::Kind::Refused) keyspace_channels_[server].clear();
+  if (!told) return;
   if (message == "expired") push(server, NoteKind::Expired);
   if (message == "del") push(server, NoteKind::Deleted);
   if (message == "set") push(server, NoteKind::Read);
-  if (starts("refused")) keyspace_channels_[server].clear();
 }
 
 void LockWatch::push(std::size_t server, NoteKind kind) {

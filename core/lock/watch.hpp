@@ -105,7 +105,7 @@ class LockWatch {
  private:
   enum class NoteKind;
   struct Note;
-  void on_message(std::size_t server, const std::string& channel, std::string_view message);
+  void on_event(const ChannelEvent& event);
   void push(std::size_t server, NoteKind kind);
   bool ready(std::size_t server) const;
   void apply(std::size_t server);

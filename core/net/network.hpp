@@ -92,8 +92,22 @@ struct Request {
 };
 
 using ResultCallback = std::function<void(Result)>;
-using MessageCallback = std::function<void(std::size_t server, std::string_view message)>;
-using ChannelCallback = std::function<void(std::size_t server, const std::string& channel, std::string_view message)>;
+// What a subscription hears: a message published on one of its channels, or news of the
+// subscription itself. The kind tells them apart, so a message whose text is "subscribed" is a
+// message like any other.
+struct ChannelEvent {
+  enum class Kind {
+    Message,       // TEXT was published on CHANNEL
+    Subscribed,    // the server confirmed the subscription to CHANNEL (again, after a reconnect)
+    Unsubscribed,  // the connection was lost; it is asked for again a little later
+    Refused,       // the server refused CHANNEL (not the first); TEXT is its error
+  };
+  Kind kind = Kind::Message;
+  std::size_t server = 0;
+  std::string_view channel;
+  std::string_view text;
+};
+using ChannelCallback = std::function<void(const ChannelEvent&)>;
 
 class Network {
  public:
@@ -117,17 +131,14 @@ class Network {
   virtual void flush(TimePoint deadline) = 0;
 
   // Subscribes to CHANNEL on every server (kept up, re-subscribed after a reconnect).
-  virtual void subscribe(const std::string& channel, MessageCallback on_message) = 0;
+  virtual void subscribe(const std::string& channel, ChannelCallback on_event) = 0;
   // Subscribes each server I to CHANNELS[I], in place of what subscribe() set up. The first channel
-  // of each list is the one subscribed() counts and the one "subscribed" and "unsubscribed" come
-  // on; a later one that the server refuses (an ACL) is told as the message "refused: ERROR" on
-  // that channel, and the subscription goes on without it. This default (for networks that know
-  // one channel) subscribes to the first channel of the first list only.
-  virtual void subscribe_channels(std::vector<std::vector<std::string>> channels, ChannelCallback on_message) {
-    const std::string first = channels.at(0).at(0);
-    subscribe(first, [first, on_message = std::move(on_message)](std::size_t server, std::string_view message) {
-      on_message(server, first, message);
-    });
+  // of each list is the one subscribed() counts and the one Subscribed and Unsubscribed come on; a
+  // later one that the server refuses (an ACL) is told as Refused on that channel, and the
+  // subscription goes on without it. This default (for networks that know one channel) subscribes
+  // to the first channel of the first list only.
+  virtual void subscribe_channels(std::vector<std::vector<std::string>> channels, ChannelCallback on_event) {
+    subscribe(channels.at(0).at(0), std::move(on_event));
   }
   // How many servers have confirmed the subscription.
   virtual std::size_t subscribed() const = 0;

@@ -21,9 +21,9 @@ constexpr Duration kMinSubscribeDeadline = std::chrono::seconds(1);
 Subscription::Subscription(ConnectionConfig config, ConnectionObserver& observer)
     : Connection(std::move(config), observer) {}
 
-void Subscription::subscribe(std::vector<std::string> channels, ChannelCallback on_message) {
+void Subscription::subscribe(std::vector<std::string> channels, ChannelCallback on_event) {
   channels_ = std::move(channels);
-  on_message_ = std::move(on_message);
+  on_event_ = std::move(on_event);
   next_open_ = TimePoint{};
 }
 
@@ -85,7 +85,7 @@ bool Subscription::take(Reply reply, TimePoint now) {
     }
     const std::string channel = asked_.front().channel;
     asked_.pop_front();
-    if (on_message_) on_message_(config_.server, channel, "refused: " + reply.str);
+    tell(ChannelEvent::Kind::Refused, channel, reply.str);
     return true;
   }
   if (!asked_.empty() && asked_.front().auth) {
@@ -98,9 +98,9 @@ bool Subscription::take(Reply reply, TimePoint now) {
     if (!asked_.empty()) asked_.pop_front();
     if (reply.elements[1].str != channels_.front()) return true;
     subscribed_ = true;
-    if (on_message_) on_message_(config_.server, channels_.front(), "subscribed");
-  } else if (kind == "message" && on_message_) {
-    on_message_(config_.server, reply.elements[1].str, reply.elements[2].str);
+    tell(ChannelEvent::Kind::Subscribed, channels_.front());
+  } else if (kind == "message") {
+    tell(ChannelEvent::Kind::Message, reply.elements[1].str, reply.elements[2].str);
   }
   return true;
 }
@@ -109,9 +109,13 @@ bool Subscription::take(Reply reply, TimePoint now) {
 void Subscription::fail(Failure, std::string, TimePoint now) {
   asked_.clear();
   close_stream();
-  if (subscribed_ && on_message_) on_message_(config_.server, channels_.front(), "unsubscribed");
+  if (subscribed_) tell(ChannelEvent::Kind::Unsubscribed, channels_.front());
   subscribed_ = false;
   next_open_ = now + kResubscribeDelay;
+}
+
+void Subscription::tell(ChannelEvent::Kind kind, std::string_view channel, std::string_view text) const {
+  if (on_event_) on_event_(ChannelEvent{kind, config_.server, channel, text});
 }
 
 }  // namespace redlock

@@ -19,9 +19,8 @@ class Subscription final : public Connection {
   // OBSERVER outlives the subscription.
   Subscription(ConnectionConfig config, ConnectionObserver& observer);
 
-  // Asks for CHANNELS (the first is the one that must be allowed), told to ON_MESSAGE as
-  // (server, channel, message), and "subscribed" / "unsubscribed" / "refused: …" on that channel.
-  void subscribe(std::vector<std::string> channels, ChannelCallback on_message);
+  // Asks for CHANNELS (the first is the one that must be allowed); what it hears goes to ON_EVENT.
+  void subscribe(std::vector<std::string> channels, ChannelCallback on_event);
   // Opens the connection when it is due; called on every turn of the loop.
   void maintain(TimePoint now);
   bool subscribed() const { return subscribed_; }
@@ -43,9 +42,11 @@ class Subscription final : public Connection {
   void open(TimePoint now);
   // Whether a SUBSCRIBE has waited past its deadline by NOW.
   bool overdue(TimePoint now) const;
+  // Tells ON_EVENT (if set) what this server's subscription heard.
+  void tell(ChannelEvent::Kind kind, std::string_view channel, std::string_view text = {}) const;
 
   std::vector<std::string> channels_;
-  ChannelCallback on_message_;
+  ChannelCallback on_event_;
   std::deque<Asked> asked_;
   bool subscribed_ = false;
   TimePoint next_open_ = kNever;

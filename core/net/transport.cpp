@@ -222,21 +222,18 @@ std::string Transport::cluster_overlap(std::size_t server) const {
   return {};
 }
 
-void Transport::subscribe(const std::string& channel, MessageCallback on_message) {
-  subscribe_channels(std::vector<std::vector<std::string>>(servers_.size(), {channel}),
-                     [on_message = std::move(on_message)](std::size_t server, const std::string&,
-                                                          std::string_view message) { on_message(server, message); });
+void Transport::subscribe(const std::string& channel, ChannelCallback on_event) {
+  subscribe_channels(std::vector<std::vector<std::string>>(servers_.size(), {channel}), std::move(on_event));
 }
 
-void Transport::subscribe_channels(std::vector<std::vector<std::string>> channels, ChannelCallback on_message) {
+void Transport::subscribe_channels(std::vector<std::vector<std::string>> channels, ChannelCallback on_event) {
   if (subscribers_.empty()) {
     for (std::size_t i = 0; i < servers_.size(); ++i) {
       subscribers_.push_back(
           std::make_unique<Subscription>(connection_config(i, ConnectionRole::Subscriber), observer()));
     }
   }
-  for (std::size_t i = 0; i < subscribers_.size(); ++i)
-    subscribers_[i]->subscribe(std::move(channels.at(i)), on_message);
+  for (std::size_t i = 0; i < subscribers_.size(); ++i) subscribers_[i]->subscribe(std::move(channels.at(i)), on_event);
   TimePoint now = Clock::now();
   for (auto& s : subscribers_) s->maintain(now);
 }

@@ -43,8 +43,8 @@ class Transport final : public Network, private ClusterMemberObserver {
   void send(std::size_t server, Request request, ResultCallback done) override;
   void run_until(const std::function<bool()>& done, TimePoint deadline) override;
   void flush(TimePoint deadline) override;
-  void subscribe(const std::string& channel, MessageCallback on_message) override;
-  void subscribe_channels(std::vector<std::vector<std::string>> channels, ChannelCallback on_message) override;
+  void subscribe(const std::string& channel, ChannelCallback on_event) override;
+  void subscribe_channels(std::vector<std::vector<std::string>> channels, ChannelCallback on_event) override;
   std::size_t subscribed() const override;
   void unsubscribe() override;
   std::string describe(std::size_t server) const override;

@@ -127,15 +127,15 @@ class FakeNetwork final : public Network {
     }
   }
 
-  void subscribe(const std::string& channel, MessageCallback on_message) override {
+  void subscribe(const std::string& channel, ChannelCallback on_event) override {
     channel_ = channel;
-    on_message_ = std::move(on_message);
+    on_message_ = std::move(on_event);
     if (refuse_subscribe) return;
     for (std::size_t i = 0; i < servers.size(); ++i) {
       if (servers[i].down || servers[i].frozen) continue;
       schedule(now_ + servers[i].latency, [this, i] {
         ++subscribed_;
-        if (on_message_) on_message_(i, "subscribed");
+        if (on_message_) on_message_(ChannelEvent{ChannelEvent::Kind::Subscribed, i, channel_, {}});
       });
     }
   }
@@ -245,7 +245,7 @@ class FakeNetwork final : public Network {
     servers[i].announced.push_back(message);
     if (!on_message_ || subscribed_ == 0) return;
     schedule(now_ + servers[i].latency / 2, [this, i, message] {
-      if (on_message_) on_message_(i, message);
+      if (on_message_) on_message_(ChannelEvent{ChannelEvent::Kind::Message, i, channel_, message});
     });
   }
 
@@ -560,7 +560,7 @@ class FakeNetwork final : public Network {
   std::uint64_t seq_ = 0;
   std::size_t sent_ = 0;
   std::string channel_;
-  MessageCallback on_message_;
+  ChannelCallback on_message_;
   std::size_t subscribed_ = 0;
 };
 

@@ -29,7 +29,7 @@ class RecordingNetwork final : public Network {
   }
   void run_until(const std::function<bool()>&, TimePoint) override {}
   void flush(TimePoint) override {}
-  void subscribe(const std::string&, MessageCallback) override {}
+  void subscribe(const std::string&, ChannelCallback) override {}
   std::size_t subscribed() const override { return 0; }
   void unsubscribe() override {}
   std::string describe(std::size_t i) const override { return "redis://rec:" + std::to_string(i); }

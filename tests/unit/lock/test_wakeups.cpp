@@ -15,9 +15,18 @@ TEST_CASE("each wake-up message is parsed once into its kind") {
   CHECK(parse_wake_message("released").waiters == 1);
   CHECK(parse_wake_message("retracted").kind == WakeEvent::Kind::Retracted);
   CHECK(parse_wake_message("acquired").kind == WakeEvent::Kind::Acquired);
-  CHECK(parse_wake_message("subscribed").kind == WakeEvent::Kind::Subscribed);
+  CHECK(parse_wake_message("subscribed").kind == WakeEvent::Kind::Other);
   CHECK(parse_wake_message("acquired now").kind == WakeEvent::Kind::Other);
   CHECK(parse_wake_message("").kind == WakeEvent::Kind::Other);
+}
+
+TEST_CASE("a confirmation is the subscription's news, never a message's text") {
+  using K = ChannelEvent::Kind;
+  CHECK(wake_event(ChannelEvent{K::Subscribed, 0, "{job}:redlock:wake", ""}).kind == WakeEvent::Kind::Subscribed);
+  CHECK(wake_event(ChannelEvent{K::Message, 0, "{job}:redlock:wake", "subscribed"}).kind == WakeEvent::Kind::Other);
+  CHECK(wake_event(ChannelEvent{K::Message, 0, "{job}:redlock:wake", "released 3"}).waiters == 3);
+  CHECK(wake_event(ChannelEvent{K::Unsubscribed, 0, "{job}:redlock:wake", ""}).kind == WakeEvent::Kind::Other);
+  CHECK(wake_event(ChannelEvent{K::Refused, 0, "{job}:redlock:wake", "released 3"}).kind == WakeEvent::Kind::Other);
 }
 
 TEST_CASE("a release heard while sleeping brings the next attempt forward") {

@@ -45,7 +45,7 @@ class ZeroLatency final : public Network {
   }
   void run_until(const std::function<bool()>& done, TimePoint deadline) override { net_.run_until(done, deadline); }
   void flush(TimePoint deadline) override { net_.flush(deadline); }
-  void subscribe(const std::string& channel, MessageCallback on) override { net_.subscribe(channel, std::move(on)); }
+  void subscribe(const std::string& channel, ChannelCallback on) override { net_.subscribe(channel, std::move(on)); }
   std::size_t subscribed() const override { return net_.subscribed(); }
   void unsubscribe() override { net_.unsubscribe(); }
   std::string describe(std::size_t server) const override { return net_.describe(server); }

@@ -571,3 +571,26 @@ TEST_CASE("a Sentinel member's vote waits for a replica the sentinels could prom
     CHECK((received.find("WAIT") != std::string::npos) == waits);
   }
 }
+
+TEST_CASE("a subscription's own news is told by kind: a message that reads \"subscribed\" is a message") {
+  Listener server;
+  std::string received;
+  const std::string confirmed = "*3\r\n" + bulk("subscribe") + bulk("wake") + ":1\r\n";
+  const std::string published = "*3\r\n" + bulk("message") + bulk("wake") + bulk("subscribed");
+  std::thread peer = scripted(server, {{"notes", confirmed + "-NOPERM no channel for you\r\n" + published}}, received);
+  Transport t({server.url()}, fast());
+  std::vector<std::pair<ChannelEvent::Kind, std::string>> heard;
+  t.subscribe_channels({{"wake", "notes"}}, [&](const ChannelEvent& e) {
+    heard.emplace_back(e.kind, std::string(e.channel) + " " + std::string(e.text));
+  });
+  t.run_until([&] { return heard.size() >= 4; }, Clock::now() + 2s);
+  peer.join();
+  t.run_until([&] { return heard.size() >= 4; }, Clock::now() + 2s);  // the hang-up
+  using K = ChannelEvent::Kind;
+  const std::vector<std::pair<K, std::string>> told{{K::Subscribed, "wake "},
+                                                    {K::Refused, "notes NOPERM no channel for you"},
+                                                    {K::Message, "wake subscribed"},
+                                                    {K::Unsubscribed, "wake "}};
+  CHECK(heard == told);
+  CHECK(t.subscribed() == 0);
+}
