@@ -1215,7 +1215,7 @@ class Targets final : public Network {
   void run_until(const std::function<bool()>& done, TimePoint deadline) override { network_.run_until(done, deadline); }
   void flush(TimePoint deadline) override { network_.flush(deadline); }
   // Doctor's SUBSCRIBE is a probe request like the others: it never subscribes through this.
-  void subscribe(const std::string&, MessageCallback) override {}
+  void subscribe(const std::string&, ChannelCallback) override {}
   std::size_t subscribed() const override { return 0; }
   void unsubscribe() override {}
   std::string describe(std::size_t t) const override { return network_.describe(targets_[t].member); }
