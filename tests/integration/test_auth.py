@@ -13,7 +13,8 @@ import tempfile
 import time
 import unittest
 
-from harness import Cluster, Server, free_port, main, pid_alive, redlock, spawn, wait_for, wait_until_waiting
+from harness import (Cluster, Server, free_port, main, pid_alive, redlock, settle, spawn, wait_for,
+                     wait_until_waiting)
 
 PASSWORD = "Pw-url-5c9e1a7d"       # in URLs
 ENV_PASSWORD = "Pw-env-b3f08e26"   # in REDLOCK_PASSWORD
@@ -488,9 +489,9 @@ class LeastPrivilege(unittest.TestCase):
             stop(waiter)
         if waiter.returncode != 0:
             raise AssertionError("acquire -w: exit %s: %s" % (waiter.returncode, err))
-        time.sleep(0.2)  # its leaving, sent without waiting
-        if sizes() != [0] * 3:
-            raise AssertionError("the waiter that took the lock is still queued: %s" % sizes())
+        left = settle(sizes, [0] * 3)  # its leaving, sent without waiting
+        if left != [0] * 3:
+            raise AssertionError("the waiter that took the lock is still queued: %s" % left)
         self.check(self.rl("release", "job", "--token", out.decode().strip()), 0, "release")
 
     def step_run(self):
