@@ -488,10 +488,12 @@ class LeastPrivilege(unittest.TestCase):
             if self.numsub(own) != [1] * 3:
                 raise AssertionError("acquire -w: not listening on a channel of its own: %s" % self.numsub(own))
             self.check(self.rl("release", "job", "--token", holder.stdout.strip()), 0, "release")
-            for c in heard:
-                message = c.read()[2].decode()
-                if not message.startswith("released") or len(message.split()) != 3:
-                    raise AssertionError("the release named no waiter: %r" % message)
+            # Named wherever the release came before the waiter's win: on the quorum it took at
+            # least. A server the release reached last may find it gone (it won, and left).
+            messages = [c.read()[2].decode() for c in heard]
+            named = [m for m in messages if m.startswith("released") and len(m.split()) == 3]
+            if len(named) < 2:
+                raise AssertionError("the release named no waiter: %r" % messages)
             out, err = waiter.communicate(timeout=15)
         finally:
             stop(waiter)
