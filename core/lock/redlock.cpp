@@ -65,7 +65,7 @@ struct Vote {
   std::int64_t ticket = 0;            // busy and queued: the caller's ticket there
   std::int64_t place = -1;            // busy and queued: how many are queued ahead there
   std::string head;                   // behind_queue: the head's id
-  bool kept_place = false;            // taken, in fair mode: the waiter is still queued there
+  bool kept_place = false;            // taken: the waiter is still queued there
   bool skipped_head = false;          // taken by a barging waiter ahead of another head there
   bool fair_mode = false;             // busy: the queue there is in fair mode
   ServerReport report;
@@ -758,10 +758,10 @@ void Redlock::release_taken(const LockSpec& spec, const std::vector<bool>& answe
 
 namespace {
 
-// A waiter's place in the lock's queue on each server: taken by a busy answer, given back by the
-// answer that takes the lock there, and given back everywhere else on every way out of the wait
-// (exceptions included), without waiting for the answers. A place left behind anyway (a server
-// that did not answer) lapses with its heartbeat.
+// A waiter's place in the lock's queue on each server: taken by a busy answer, kept by the answer
+// that takes the lock there (a split vote must not lose it), and given back on every way out of
+// the wait, won or not (exceptions included), without waiting for the answers. A place left behind
+// anyway (a server that did not answer) lapses with its heartbeat.
 class QueuePlace {
  public:
   QueuePlace(Network& network, QueuedWaiter waiter)
@@ -786,7 +786,7 @@ class QueuePlace {
     for (std::size_t i = 0; i < queued_.size() && i < res.servers.size(); ++i) {
       const Answer a = res.servers[i].result;
       if (a == Answer::Locked || a == Answer::Reacquired) {
-        // In fair mode a taken server keeps the place until the acquire ends: left then.
+        // A taken server keeps the place until the acquire ends: left then.
         queued_[i] = i < res.kept_place.size() && res.kept_place[i];
       } else if (a == Answer::Busy || (!won && (a == Answer::NotWaitedFor || a == Answer::Failed))) {
         queued_[i] = true;

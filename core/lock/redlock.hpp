@@ -157,7 +157,7 @@ struct AcquireResult {
   // queued ahead of it, as far as the servers agree.
   std::size_t behind_queue = 0;
   std::vector<std::string> heads;  // the heads the queues named when they refused, in server order
-  std::vector<bool> kept_place;    // per server: taken there, and still queued (fair mode)
+  std::vector<bool> kept_place;    // per server: taken there, and still queued
   bool fair_mode = false;          // busy: a fair waiter's mark lives on some server
   std::vector<std::int64_t> tickets;
   std::optional<std::int64_t> place;

@@ -707,6 +707,18 @@ def wait_for(predicate, timeout=10.0, interval=0.01, what="condition"):
     raise AssertionError("timed out after %.1fs waiting for %s" % (timeout, what))
 
 
+def settle(value, expected, timeout=10.0, interval=0.02):
+    """VALUE() once it equals EXPECTED, else its last value after TIMEOUT, for an assertEqual to show:
+    for what the servers get without anyone waiting for it (a frozen server thawed, a request sent
+    without waiting), which a busy machine may take a while to run."""
+    deadline = time.monotonic() + timeout
+    seen = value()
+    while seen != expected and time.monotonic() < deadline:
+        time.sleep(interval)
+        seen = value()
+    return seen
+
+
 def shortest_queue(cluster, key):
     """The fewest members KEY (a sorted set: a lock's waiters) has on any server of CLUSTER."""
     counts = []

@@ -154,7 +154,7 @@ class ClusterMember(unittest.TestCase):
         self.assertEqual(r.code, 0, r)
         token = r.json()["token"]
         owner, replica = self.cluster.owner(name)
-        wait_for(lambda: owner.get(name) == token.encode(), timeout=2, what="the lock on the owning master")
+        wait_for(lambda: owner.get(name) == token.encode(), timeout=10, what="the lock on the owning master")
         r = self.rl(self.three(), "acquire", "-n", "--ttl", "20s", name)  # another holder: busy
         self.assertEqual(r.code, 75, r)
         r = self.rl(self.three(), "--json", "status", name)

@@ -8,7 +8,7 @@ import subprocess
 import threading
 import time
 
-from harness import ClusterTest, main, redlock, free_port, spawn, wait_for
+from harness import ClusterTest, main, redlock, free_port, settle, spawn, wait_for
 
 
 class Frozen(ClusterTest):
@@ -105,8 +105,7 @@ class Frozen(ClusterTest):
         # The frozen ones got the release right behind the acquire: nothing there when they wake.
         for i in (0, 2, 4):
             self.cluster.servers[i].thaw()
-        time.sleep(0.1)
-        self.assertEqual(self.cluster.values("job"), [None] * 5)
+        self.assertEqual(settle(lambda: self.cluster.values("job"), [None] * 5), [None] * 5)
 
     def test_one_attempt_with_no_quorum_gives_up_at_once(self):
         for i in (0, 1, 2):

@@ -100,7 +100,7 @@ class SentinelMembers(unittest.TestCase):
         r = self.rl("release", "--token", token, "sentinel-basic")
         self.assertEqual(r.code, 0, r)
         for g in self.groups:
-            wait_for(lambda: g.get(g.master_port(), "sentinel-basic") is None, timeout=2, what="the lock released")
+            wait_for(lambda: g.get(g.master_port(), "sentinel-basic") is None, timeout=10, what="the lock released")
 
     def test_doctor_takes_a_sentinel_groups_replica_as_meant(self):
         r = self.rl("--json", "doctor", "--ttl", "1s")
@@ -164,13 +164,13 @@ class SentinelMembers(unittest.TestCase):
         self.assertNotIn(False, [s["ok"] for s in servers], servers)
         self.assertGreaterEqual([s["ok"] for s in servers].count(True), 2, servers)
         self.assertEqual(servers[2]["member"], "redis://127.0.0.1:%d" % plain.port)
-        wait_for(lambda: plain.get("sentinel-mixed") == token.encode(), timeout=2, what="the lock on the plain server")
+        wait_for(lambda: plain.get("sentinel-mixed") == token.encode(), timeout=10, what="the lock on the plain server")
         r = redlock(["-S", self.groups[0].url(), "-S", self.groups[2].url(self.password_file),
                      "-S", "127.0.0.1:%d" % plain.port, "--json", "release", "--token", token,
                      "sentinel-mixed"], env=ENV)
         self.assertEqual(r.code, 0, r)
         self.assertNotIn(False, [s["ok"] for s in r.json()["servers"]], r.json()["servers"])
-        wait_for(lambda: plain.get("sentinel-mixed") is None, timeout=2, what="the lock gone from the plain server")
+        wait_for(lambda: plain.get("sentinel-mixed") is None, timeout=10, what="the lock gone from the plain server")
 
     def test_a_node_of_a_listed_group_is_refused_as_a_member_of_its_own(self):
         group = self.groups[2]

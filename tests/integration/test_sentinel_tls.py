@@ -61,7 +61,7 @@ class SentinelOverTls(unittest.TestCase):
             self.assertEqual(self.group.get(s.port, "st-tls"), token)
         r = self.rl(member, "release", "--token", token.decode(), "st-tls")
         self.assertEqual(r.code, 0, r)
-        wait_for(lambda: self.group.get(port, "st-tls") is None, timeout=2, what="the lock released")
+        wait_for(lambda: self.group.get(port, "st-tls") is None, timeout=10, what="the lock released")
 
     def test_doctor_asks_the_sentinels_over_tls(self):
         r = self.rl(self.group.url(self.password_file), "--json", "doctor", "--ttl", "1s")

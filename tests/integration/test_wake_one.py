@@ -117,6 +117,22 @@ class WakeOne(ClusterTest):
         self.assertEqual([p.poll() for p in procs[3:]], [None, None])
         self.assertEqual(self.queued(), 2)
 
+    def test_a_waiter_keeps_its_place_where_a_release_let_it_in_alone(self):
+        # A release that reached one server before the others (here: the only one it reaches) names
+        # the first waiters there, while the holder keeps the four others, a quorum. Each try of
+        # theirs takes that server alone and gives it back: they stay queued there all the same.
+        token = self.rl("acquire", "--ttl", "60s", "job").stdout.strip()
+        procs = self.waiters(2)
+        first = self.cluster.servers[0]
+        self.reset_stats()
+        self.assertEqual(self.rl("release", "job", "--token", token, servers=first.address).code, 0)
+        for _ in range(10):
+            time.sleep(0.2)
+            with first.client() as c:
+                self.assertEqual(c.call("ZCARD", QUEUE), 2, self.stats())
+        self.assertGreaterEqual(self.attempts()[0], 2, self.stats())  # the release and a try at least
+        self.assertEqual([p.poll() for p in procs], [None, None])
+
     def test_a_waiter_that_gives_up_leaves_the_queue(self):
         self.rl("acquire", "--ttl", "60s", "job")
         r = self.rl("acquire", "-w", "1s", "job")

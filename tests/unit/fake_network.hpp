@@ -174,6 +174,8 @@ class FakeNetwork final : public Network {
   void announce_everywhere(const std::string& message) {
     for (std::size_t i = 0; i < servers.size(); ++i) publish(i, message);
   }
+  // Another client's MESSAGE on the lock's channel, from server I alone.
+  void announce(std::size_t i, const std::string& message) { publish(i, message); }
   // Subscriptions are refused (an ACL without SUBSCRIBE): waiters must poll.
   bool refuse_subscribe = false;
 
@@ -284,11 +286,11 @@ class FakeNetwork final : public Network {
       const std::string &ttl = words.at(0), &fence_ttl = words.at(1);
       const std::string waiter = words.size() == 4 ? words[2] : "";
       const std::string prefix = channel.empty() ? "" : channel.substr(0, channel.size() - 4);
-      auto leave = [&] {
-        if (waiter.empty() || channel.empty()) return;
-        auto& q = s.queues[prefix + "waiters"];
-        q.erase(std::remove(q.begin(), q.end(), waiter), q.end());
-        s.data.erase(prefix + "waiter:" + waiter);
+      // Taken: a queued waiter keeps its place (its heartbeat refreshed) until its acquire ends.
+      auto keep = [&] {
+        Entry* alive = waiter.empty() || channel.empty() ? nullptr : find(i, prefix + "waiter:" + waiter);
+        if (alive) alive->expires = now_ + ms(words[3]);
+        return Reply::number(alive ? 1 : 0);
       };
       if (Entry* m = find(i, lock); m && m->type == "string" && m->value == "redlock:shared") {
         // Readers hold: busy, not queued among the waiters, and the writer is to queue.
@@ -308,14 +310,12 @@ class FakeNetwork final : public Network {
         s.data[lock] = Entry{token, "string", now_ + ms(ttl)};
         if (!owner_value.empty()) s.data[owner] = Entry{owner_value, "string", now_ + ms(ttl)};
         if (!channel.empty()) publish(i, "acquired");
-        leave();
-        r.reply =
-            arr({Reply::number(1), Reply::number(incr()), Reply::number(0), Reply::status("string"), Reply::number(1)});
+        r.reply = arr({Reply::number(1), Reply::number(incr()), Reply::number(0), Reply::status("string"),
+                       Reply::number(1), keep()});
       } else if (e->type == "string" && e->value == token) {
         e->expires = now_ + ms(ttl);
-        leave();
-        r.reply =
-            arr({Reply::number(2), Reply::number(incr()), Reply::number(0), Reply::status("string"), Reply::number(1)});
+        r.reply = arr({Reply::number(2), Reply::number(incr()), Reply::number(0), Reply::status("string"),
+                       Reply::number(1), keep()});
       } else {
         if (!waiter.empty() && !channel.empty()) {
           auto& q = s.queues[prefix + "waiters"];

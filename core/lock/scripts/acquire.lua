@@ -19,7 +19,7 @@
 -- (0 when it did not join, or joined outside fair mode), how many are queued ahead of it (-1 when
 -- unknown or not asked for), when the queue refused, the head's id, and 1 when the queue is in
 -- fair mode here (a fair waiter's mark lives)).
--- A waiter joins the lock's queue when it finds the lock busy and leaves it when it takes the lock
+-- A waiter joins the lock's queue when it finds the lock busy and leaves it when its acquire ends
 -- (see queue below); the queue only decides whom a release wakes, never who may take the lock.
 -- While readers of the shared mode hold, KEYS[1] holds their marker 'redlock:shared': the answer is
 -- busy, with the record 'readers' and the last element 1, so that the writer enters itself among
@@ -63,18 +63,16 @@ local function queue(join)
   local waiters, alive = prefix .. 'waiters', prefix .. 'waiter:' .. waiter
   if not join then
     -- Taken: the waiters next in line, who may have been named by the release, go back to sleep.
-    -- In fair mode the waiter keeps its place until it knows it won on a quorum (it then leaves
-    -- everywhere, see QueuePlace): a split vote must not send it to the back where it was taken
-    -- and leave the servers with different heads. Returns 1 when it kept its place. A kept place
-    -- has its heartbeat refreshed here, as a busy answer's join refreshes it: the waiter counts
-    -- every attempt as a heartbeat, and one granted here at every try of a long split would
+    -- The waiter keeps its place until it knows it won on a quorum (it then leaves everywhere, see
+    -- QueuePlace): a split vote must not send it to the back where it was taken and leave the
+    -- servers with different heads, nor out of this queue for as long as another holds the lock on
+    -- a quorum (a release that reached this server last names the next waiters here, and each of
+    -- their attempts takes this server alone). Returns 1 when it kept a place it had here. A kept
+    -- place has its heartbeat refreshed here, as a busy answer's join refreshes it: the waiter
+    -- counts every attempt as a heartbeat, and one granted here at every try of a long split would
     -- otherwise lapse and lose its place.
-    if marked then
-      redis.pcall('PEXPIRE', alive, heartbeat)
-    else
-      redis.pcall('ZREM', waiters, waiter)
-      redis.pcall('DEL', alive)
-    end
+    -- Its heartbeat lives where its place does (joined and left together): PEXPIRE finds it.
+    local kept = redis.pcall('PEXPIRE', alive, heartbeat) == 1
     local next = redis.pcall('ZRANGE', waiters, 0, 2)
     if type(next) == 'table' and not next.err then
       local told = 0
@@ -85,7 +83,7 @@ local function queue(join)
         end
       end
     end
-    return marked and 1 or 0
+    return kept and 1 or 0
   end
   local last = redis.pcall('ZRANGE', waiters, -1, -1, 'WITHSCORES')
   local fair_mode = fair or marked

@@ -1,5 +1,6 @@
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -924,6 +925,37 @@ TEST_CASE("a waiter joins the lock's queue while it waits and leaves it on every
     lock.acquire(spec(), wait_for(net, 9s));
     CHECK(alive);
   }
+}
+
+TEST_CASE("a waiter keeps its place where an attempt without a quorum takes the lock") {
+  // A release that reached one server alone (another client holds the lock on the four others, a
+  // quorum) names the waiter there: each of its attempts takes that server alone and gives it back.
+  FakeNetwork net(5);
+  Redlock lock(net);
+  held_by_redlock(net, 20s);
+  auto queue_of = [&](std::size_t i) { return net.servers[i].queues["{job}:redlock:waiters"]; };
+  std::string id;
+  std::vector<std::string> queued;
+  bool alive = false;
+  net.at(net.now() + 500ms, [&] {
+    id = queue_of(0).at(0);
+    net.servers[0].data.erase("job");
+    net.servers[0].data.erase("{job}:redlock:owner");
+    net.announce(0, "released 0 " + id);
+  });
+  net.at(net.now() + 2500ms, [&] {
+    queued = queue_of(0);
+    alive = net.value(0, "{job}:redlock:waiter:" + id).has_value();
+  });
+  auto r = lock.acquire(spec(), wait_for(net, 3s));
+  CHECK(r.outcome == AcquireOutcome::TimedOut);
+  // It took server 0 (and gave it back) more than once.
+  CHECK(std::count(net.servers[0].log.begin(), net.servers[0].log.end(), "release") >= 2);
+  CHECK(queued == std::vector<std::string>{id});
+  CHECK(alive);
+  // Its acquire over, it left every queue.
+  net.advance(10ms);
+  for (std::size_t i = 0; i < 5; ++i) CHECK(queue_of(i).empty());
 }
 
 TEST_CASE("a release names the queue's first two live waiters, dropping the dead ones") {
