@@ -558,6 +558,17 @@ Result cluster_get(Transport& t, const std::string& key) {
   return *out;
 }
 
+// CLUSTER SLOTS through member 0 of T, sent to NODE (Request::node), as list and doctor ask it.
+Result slots_from(Transport& t, const std::string& node) {
+  std::optional<Result> out;
+  Request slots = Request::command({"CLUSTER", "SLOTS"});
+  slots.node = node;
+  t.send(0, std::move(slots), [&](Result r) { out = std::move(r); });
+  t.run_until([&] { return out.has_value(); }, Clock::now() + 5s);
+  REQUIRE(out);
+  return *out;
+}
+
 }  // namespace
 
 // Redis names a node by an empty endpoint when it has met no other (it does not know its own
@@ -581,16 +592,11 @@ TEST_CASE("a Cluster member: a node named with an empty or NULL endpoint is at t
     CHECK(got.ok());
     CHECK(got.reply.str == "here");
     CHECK(t.resolved(0) == "127.0.0.1:" + std::to_string(owner.port));
-    std::optional<Result> map;
-    Request slots = Request::command({"CLUSTER", "SLOTS"});
-    slots.node = kAnyNode;
-    t.send(0, std::move(slots), [&](Result r) { map = std::move(r); });
-    t.run_until([&] { return map.has_value(); }, Clock::now() + 5s);
+    Result map = slots_from(t, std::string(kAnyNode));
     s.join();
     a.join();
-    REQUIRE(map);
-    REQUIRE(map->ok());
-    const auto masters = SlotMap::parse(map->reply).masters();
+    REQUIRE(map.ok());
+    const auto masters = SlotMap::parse(map.reply).masters();
     REQUIRE(masters.size() == 2);
     CHECK(masters[0].address() == "127.0.0.1:" + std::to_string(owner.port));
   }
@@ -599,9 +605,10 @@ TEST_CASE("a Cluster member: a node named with an empty or NULL endpoint is at t
 TEST_CASE("a Cluster member: the slots of a node whose endpoint is unknown (\"?\") fail, and say why") {
   Listener seed, owner;
   std::string asked, at_owner;
-  std::thread s =
-      scripted(seed, {{"SLOTS", kInfo + kMasterAlone + halves(bulk("?"), free_port(), owner.port)}}, asked);
-  std::thread a = scripted(owner, {{"foo", kInfo + kMasterAlone + bulk("here")}}, at_owner);
+  const int nowhere = free_port();
+  const std::string map = halves(bulk("?"), nowhere, owner.port);
+  std::thread s = scripted(seed, {{"SLOTS", kInfo + kMasterAlone + map}}, asked);
+  std::thread a = scripted(owner, {{"foo", kInfo + kMasterAlone + bulk("here")}, {"SLOTS", map}}, at_owner);
   TransportOptions o;
   o.timeout = 2s;
   Transport t({parse_server_url(cluster_url(seed.port, free_port()))}, o);
@@ -610,10 +617,17 @@ TEST_CASE("a Cluster member: the slots of a node whose endpoint is unknown (\"?\
   CHECK(unknown.error.find("slot 5061") != std::string::npos);
   CHECK(unknown.error.find("endpoint is unknown") != std::string::npos);
   Result known = cluster_get(t, "foo");  // slot 12182: the other master's, served
-  s.join();
-  a.join();
   CHECK(known.ok());
   CHECK(known.reply.str == "here");
+  // As list and doctor ask: the map of whichever master can be reached, and the unknown one by name.
+  Result any = slots_from(t, std::string(kAnyNode));
+  Result named = slots_from(t, "?:" + std::to_string(nowhere));
+  s.join();
+  a.join();
+  CHECK(any.ok());
+  CHECK(at_owner.find("SLOTS") != std::string::npos);
+  CHECK(named.failure == Failure::Connect);
+  CHECK(named.error.find("endpoint is unknown") != std::string::npos);
 }
 
 // ROLE lists no replica (its link is cut), but the sentinels know one they could promote: the vote
