@@ -35,6 +35,21 @@ std::string ClusterNode::address() const {
   return (ipv6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
 }
 
+void resolve_endpoints(Reply& slots, const std::string& host) {
+  if (slots.type != Reply::Type::Array) return;
+  for (auto& range : slots.elements) {
+    if (range.type != Reply::Type::Array) continue;
+    // [first, last, master, replica…], each node [endpoint, port, …].
+    for (std::size_t i = 2; i < range.elements.size(); ++i) {
+      Reply& node = range.elements[i];
+      if (node.type != Reply::Type::Array || node.elements.empty()) continue;
+      Reply& endpoint = node.elements[0];
+      const bool empty = endpoint.type == Reply::Type::String && endpoint.str.empty();
+      if (empty || endpoint.type == Reply::Type::Nil) endpoint = Reply::string(host);
+    }
+  }
+}
+
 namespace {
 
 ClusterNode parse_node(const Reply& r) {

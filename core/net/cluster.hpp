@@ -24,6 +24,10 @@ std::string_view hash_tag(std::string_view key);
 // The slot (0 … 16383) KEY lives in.
 int key_slot(std::string_view key);
 
+// The endpoint CLUSTER SLOTS (and MOVED, ASK) gives a node whose endpoint is unknown
+// (cluster-preferred-endpoint-type hostname, and the node announced none).
+inline constexpr std::string_view kUnknownEndpoint = "?";
+
 struct ClusterNode {
   std::string host;
   int port = 0;
@@ -31,7 +35,17 @@ struct ClusterNode {
 
   // "host:port" ("[::1]:7000" for IPv6), as it may be printed.
   std::string address() const;
+  // Whether the node can be reached: a node whose endpoint is unknown ("?") cannot.
+  bool reachable() const { return host != kUnknownEndpoint; }
 };
+
+// Gives every node of a CLUSTER SLOTS answer whose endpoint is empty (a node that has met no other
+// does not know its own address) or NULL (cluster-preferred-endpoint-type unknown-endpoint, behind
+// a load balancer) the endpoint HOST: the host the question was sent to, as Redis documents. The
+// Cluster member does it to every CLUSTER SLOTS answer, its own and the ones it hands back, so that
+// every reader of the answer names the nodes as its map does. An answer of another shape is left
+// as it is.
+void resolve_endpoints(Reply& slots, const std::string& host);
 
 // Which master serves each slot.
 class SlotMap {
@@ -64,7 +78,8 @@ class SlotMap {
 };
 
 // A redirection: "MOVED 3999 127.0.0.1:6381" or "ASK 3999 127.0.0.1:6381" (an empty host, which
-// Redis 7 sends when it does not know its own address, means the node that answered).
+// Redis 7 sends when it does not know its own address, means the node that answered; "?" a node
+// whose endpoint is unknown).
 struct Redirect {
   bool ask = false;
   int slot = 0;

@@ -23,6 +23,16 @@ int request_slot(const Request& r) {
   return r.argv.size() > 1 ? key_slot(r.argv[1]) : 0;
 }
 
+// CLUSTER SLOTS, as list and doctor send it (Request::node kAnyNode) and as the member itself does.
+bool asks_slot_map(const Request& r) {
+  return !r.script && r.argv.size() == 2 && r.argv[0] == "CLUSTER" && r.argv[1] == "SLOTS";
+}
+
+std::string unreachable(const ClusterNode& n) {
+  return "the cluster's map gives no endpoint for the node " + n.address() +
+         " (its endpoint is unknown: cluster-preferred-endpoint-type hostname without a hostname?)";
+}
+
 // Failures after which the slot may have moved (a failover): the map is learnt again.
 bool map_may_be_stale(const Result& r) {
   return r.failure == Failure::Connect || r.failure == Failure::Closed || r.failure == Failure::Io ||
@@ -110,6 +120,10 @@ void ClusterMember::route(const std::shared_ptr<Routed>& r, TimePoint now) {
     stale_ = true;
     return finish(*r, Failure::Reply, "no node of the cluster serves slot " + std::to_string(slot), now);
   }
+  if (!target->reachable()) {
+    stale_ = true;
+    return finish(*r, Failure::Connect, "slot " + std::to_string(slot) + ": " + unreachable(*target), now);
+  }
   CommandConnection& c = node(*target);
   if (r->ask)
     c.send(
@@ -121,9 +135,10 @@ void ClusterMember::route(const std::shared_ptr<Routed>& r, TimePoint now) {
 void ClusterMember::route_to_node(const std::shared_ptr<Routed>& r, TimePoint now) {
   const auto nodes = r->request.node == kAnyNode ? map_->masters() : map_->nodes();
   const auto it = std::find_if(nodes.begin(), nodes.end(), [&](const ClusterNode& n) {
-    return r->request.node == kAnyNode || n.address() == r->request.node;
+    return r->request.node == kAnyNode ? n.reachable() : n.address() == r->request.node;
   });
   if (it == nodes.end()) return finish(*r, Failure::Reply, r->request.node + " is no node of the cluster's map", now);
+  if (!it->reachable()) return finish(*r, Failure::Connect, unreachable(*it), now);
   const ClusterNode target = *it;
   node(target).send(
       r->request, [this, r, target](Result res) { on_result(r, target, std::move(res)); }, now, r->deadline);
@@ -150,6 +165,7 @@ void ClusterMember::on_result(const std::shared_ptr<Routed>& r, const ClusterNod
     }
   }
   if (map_may_be_stale(res)) stale_ = true;
+  if (res.ok() && asks_slot_map(r->request)) resolve_endpoints(res.reply, from.host);
   answered_ = from.address();
   role_ = nodes_[from.address()]->server_role();
   res.latency = now - r->sent;
@@ -161,7 +177,9 @@ std::vector<ClusterNode> ClusterMember::candidates() const {
   std::vector<ClusterNode> out;
   for (const auto& seed : url().seeds) out.push_back(ClusterNode{seed.host, seed.port, 0});
   if (map_) {
-    for (auto& n : map_->nodes()) out.push_back(std::move(n));
+    for (auto& n : map_->nodes()) {
+      if (n.reachable()) out.push_back(std::move(n));
+    }
   }
   return out;
 }
@@ -181,6 +199,7 @@ void ClusterMember::on_map(const ClusterNode& from, Result res) {
   asking_ = false;
   std::optional<SlotMap> map;
   if (res.ok()) {
+    resolve_endpoints(res.reply, from.host);
     try {
       map = SlotMap::parse(res.reply);
       if (map->ranges().empty()) res.error = "it serves no slot (is the cluster made yet?)";

@@ -206,6 +206,7 @@ std::string Transport::cluster_overlap(std::size_t server) const {
   const auto& map = clusters_.at(server)->map();
   const ServerUrl& url = servers_[server];
   for (const auto& node : map->nodes()) {
+    if (!node.reachable()) continue;  // no endpoint to compare
     const std::string address = url.master_at(node.host, node.port).address();
     for (std::size_t j = 0; j < servers_.size(); ++j) {
       if (j == server) continue;

@@ -51,6 +51,25 @@ TEST_CASE("the slot map: CLUSTER SLOTS read, MOVED applied") {
   CHECK_THROWS(SlotMap::parse(Reply::array({Reply::array({Reply::number(0), Reply::number(16384), node("h", 1)})})));
 }
 
+TEST_CASE("the slot map: an empty or NULL endpoint is the host asked, \"?\" a node that cannot be reached") {
+  Reply reply = Reply::array({
+      Reply::array({Reply::number(0), Reply::number(99), node("", 7000), node("127.0.0.1", 7003)}),
+      Reply::array({Reply::number(100), Reply::number(199),
+                    Reply::array({Reply::nil(), Reply::number(7001), Reply::string("id")})}),
+      Reply::array({Reply::number(200), Reply::number(16383), node("?", 7002)}),
+  });
+  resolve_endpoints(reply, "10.0.0.5");
+  SlotMap map = SlotMap::parse(reply);
+  CHECK(map.owner(0)->address() == "10.0.0.5:7000");
+  CHECK(map.owner(100)->address() == "10.0.0.5:7001");
+  CHECK(map.nodes()[1].address() == "127.0.0.1:7003");  // a named host stays
+  CHECK(map.owner(0)->reachable());
+  CHECK_FALSE(map.owner(200)->reachable());
+  Reply other = Reply::error("ERR no");
+  resolve_endpoints(other, "10.0.0.5");  // another shape: left as it is
+  CHECK(other.str == "ERR no");
+}
+
 TEST_CASE("the slot map's masters: each once, in slot order, with their slot ranges") {
   Reply reply = Reply::array({
       Reply::array({Reply::number(0), Reply::number(99), node("127.0.0.1", 7001), node("127.0.0.1", 7004)}),

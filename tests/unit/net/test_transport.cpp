@@ -16,6 +16,7 @@
 
 #include "core/lock/round.hpp"
 #include "core/lock/scripts.hpp"
+#include "core/net/cluster.hpp"
 #include "core/net/transport.hpp"
 #include "core/util/fd.hpp"
 #include "loopback.hpp"
@@ -558,6 +559,95 @@ TEST_CASE("a Cluster member: an ASK is followed once, after ASKING, and leaves t
   a.join();
   b.join();
   CHECK(second.reply.str == "again");
+}
+
+namespace {
+
+// CLUSTER SLOTS' answer: slots 0 … 8191 at ENDPOINT (a RESP string or NULL):PORT, the others at
+// 127.0.0.1:OTHER.
+std::string halves(const std::string& endpoint, int port, int other) {
+  return "*2\r\n*3\r\n:0\r\n:8191\r\n*2\r\n" + endpoint + ":" + std::to_string(port) +
+         "\r\n*3\r\n:8192\r\n:16383\r\n*2\r\n" + bulk("127.0.0.1") + ":" + std::to_string(other) + "\r\n";
+}
+
+Result cluster_get(Transport& t, const std::string& key) {
+  std::optional<Result> out;
+  t.send(0, Request::command({"GET", key}), [&](Result r) { out = std::move(r); });
+  t.run_until([&] { return out.has_value(); }, Clock::now() + 5s);
+  REQUIRE(out);
+  return *out;
+}
+
+// CLUSTER SLOTS through member 0 of T, sent to NODE (Request::node), as list and doctor ask it.
+Result slots_from(Transport& t, const std::string& node) {
+  std::optional<Result> out;
+  Request slots = Request::command({"CLUSTER", "SLOTS"});
+  slots.node = node;
+  t.send(0, std::move(slots), [&](Result r) { out = std::move(r); });
+  t.run_until([&] { return out.has_value(); }, Clock::now() + 5s);
+  REQUIRE(out);
+  return *out;
+}
+
+}  // namespace
+
+// Redis names a node by an empty endpoint when it has met no other (it does not know its own
+// address), by NULL behind a load balancer (cluster-preferred-endpoint-type unknown-endpoint): the
+// host the map was asked of, with the port given.
+TEST_CASE("a Cluster member: a node named with an empty or NULL endpoint is at the host that answered") {
+  for (const std::string& endpoint : {bulk(""), std::string("$-1\r\n")}) {
+    CAPTURE(endpoint);
+    Listener seed, owner;
+    std::string asked, at_owner;
+    // Slot 5061 ("bar") is the owner's, named without a host; the map, asked again through the
+    // member as list and doctor ask it, comes back with the host filled in.
+    std::thread s = scripted(seed, {{"SLOTS", kInfo + kMasterAlone + halves(endpoint, owner.port, seed.port)}}, asked);
+    std::thread a = scripted(
+        owner, {{"bar", kInfo + kMasterAlone + bulk("here")}, {"SLOTS", halves(endpoint, owner.port, seed.port)}},
+        at_owner);
+    TransportOptions o;
+    o.timeout = 2s;
+    Transport t({parse_server_url(cluster_url(seed.port, free_port()))}, o);
+    Result got = cluster_get(t, "bar");
+    CHECK(got.ok());
+    CHECK(got.reply.str == "here");
+    CHECK(t.resolved(0) == "127.0.0.1:" + std::to_string(owner.port));
+    Result map = slots_from(t, std::string(kAnyNode));
+    s.join();
+    a.join();
+    REQUIRE(map.ok());
+    const auto masters = SlotMap::parse(map.reply).masters();
+    REQUIRE(masters.size() == 2);
+    CHECK(masters[0].address() == "127.0.0.1:" + std::to_string(owner.port));
+  }
+}
+
+TEST_CASE("a Cluster member: the slots of a node whose endpoint is unknown (\"?\") fail, and say why") {
+  Listener seed, owner;
+  std::string asked, at_owner;
+  const int nowhere = free_port();
+  const std::string map = halves(bulk("?"), nowhere, owner.port);
+  std::thread s = scripted(seed, {{"SLOTS", kInfo + kMasterAlone + map}}, asked);
+  std::thread a = scripted(owner, {{"foo", kInfo + kMasterAlone + bulk("here")}, {"SLOTS", map}}, at_owner);
+  TransportOptions o;
+  o.timeout = 2s;
+  Transport t({parse_server_url(cluster_url(seed.port, free_port()))}, o);
+  Result unknown = cluster_get(t, "bar");  // slot 5061: the unknown node's
+  CHECK(unknown.failure == Failure::Connect);
+  CHECK(unknown.error.find("slot 5061") != std::string::npos);
+  CHECK(unknown.error.find("endpoint is unknown") != std::string::npos);
+  Result known = cluster_get(t, "foo");  // slot 12182: the other master's, served
+  CHECK(known.ok());
+  CHECK(known.reply.str == "here");
+  // As list and doctor ask: the map of whichever master can be reached, and the unknown one by name.
+  Result any = slots_from(t, std::string(kAnyNode));
+  Result named = slots_from(t, "?:" + std::to_string(nowhere));
+  s.join();
+  a.join();
+  CHECK(any.ok());
+  CHECK(at_owner.find("SLOTS") != std::string::npos);
+  CHECK(named.failure == Failure::Connect);
+  CHECK(named.error.find("endpoint is unknown") != std::string::npos);
 }
 
 // ROLE lists no replica (its link is cut), but the sentinels know one they could promote: the vote
