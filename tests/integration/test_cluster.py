@@ -116,14 +116,17 @@ def errorstat(node, name):
     return 0
 
 
-class ClusterMember(unittest.TestCase):
+class ClusterBesideTwo(unittest.TestCase):
+    """A Redis Cluster made with CLUSTER_OPTIONS and two standalone servers, for the class's tests."""
+    cluster_options = {}
+
     @classmethod
     def setUpClass(cls):
         cls.workdir = tempfile.mkdtemp(prefix="redlock-cluster-")
         cls.plain = []
         cls.cluster = None
         try:
-            cls.cluster = RedisCluster(cls.workdir)
+            cls.cluster = RedisCluster(cls.workdir, **cls.cluster_options)
             cls.plain = [Server(cls.workdir, k).start() for k in range(2)]
         except Exception:
             cls.tearDownClass()
@@ -141,6 +144,8 @@ class ClusterMember(unittest.TestCase):
         """The cluster beside the two standalone servers."""
         return "%s,%s,%s" % (self.cluster.url(), self.plain[0].url, self.plain[1].url)
 
+
+class ClusterMember(ClusterBesideTwo):
     def two(self):
         """The cluster beside one standalone server: a quorum needs the cluster's vote."""
         return "%s,%s" % (self.cluster.url(), self.plain[0].url)

@@ -9,12 +9,8 @@ One 3-master cluster without replicas (3 redis-server --cluster-enabled yes) and
 servers; a lone cluster node that serves a few slots only (cluster_state:fail) for the failing
 check. All on free loopback ports."""
 
-import shutil
-import tempfile
-import unittest
-
 from harness import Server, free_port, main, redlock, wait_for
-from test_cluster import RedisCluster
+from test_cluster import ClusterBesideTwo, RedisCluster
 
 ENV = {"REDLOCK_TIMEOUT": "1s"}
 
@@ -35,26 +31,8 @@ def names_on_each_master(cluster, count, prefix="ops-"):
     return by_master
 
 
-class ClusterOps(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.workdir = tempfile.mkdtemp(prefix="redlock-clusterops-")
-        cls.plain = []
-        cls.cluster = None
-        try:
-            cls.cluster = RedisCluster(cls.workdir, masters=3, replicas=0)
-            cls.plain = [Server(cls.workdir, k).start() for k in range(2)]
-        except Exception:
-            cls.tearDownClass()
-            raise
-
-    @classmethod
-    def tearDownClass(cls):
-        if cls.cluster:
-            cls.cluster.stop()
-        for s in cls.plain:
-            s.kill()
-        shutil.rmtree(cls.workdir, ignore_errors=True)
+class ClusterOps(ClusterBesideTwo):
+    cluster_options = {"masters": 3, "replicas": 0}
 
     def setUp(self):
         for n in [self.plain[0], self.plain[1]] + [self.cluster.node(p) for p in self.cluster.masters()]:
