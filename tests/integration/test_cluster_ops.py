@@ -10,7 +10,7 @@ servers; a lone cluster node that serves a few slots only (cluster_state:fail) f
 check. All on free loopback ports."""
 
 from harness import Server, free_port, main, redlock, wait_for
-from test_cluster import ClusterBesideTwo, RedisCluster
+from test_cluster import ClusterBesideTwo
 
 ENV = {"REDLOCK_TIMEOUT": "1s"}
 
