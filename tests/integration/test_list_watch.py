@@ -202,6 +202,12 @@ class WatchProcess:
             self.buf += chunk
         return [json.loads(line) for line in self.buf.splitlines()]
 
+    def state(self):
+        """Whether the watch still runs, else its exit status and stderr: for a failure's message."""
+        if self.proc.poll() is None:
+            return "running"
+        return "exited %d: %r" % (self.proc.returncode, self.proc.stderr.read())
+
     def stop(self):
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
@@ -278,7 +284,7 @@ class Watch(ClusterTest):
         token = self.rl("acquire", "job", "--ttl", "10s").stdout.strip()
         self.assertEqual(self.rl("release", "job", "--token", token).code, 0)
         events = w.events(2)
-        self.assertEqual([e["event"] for e in events], ["acquired", "released"], events)
+        self.assertEqual([e["event"] for e in events], ["acquired", "released"], (events, w.state()))
 
     def deluser(self, name):
         for s in self.cluster.servers:
