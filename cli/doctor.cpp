@@ -131,13 +131,18 @@ Json json_optional_ms(const std::optional<Duration>& d) {
   return d ? Json(json_ms(*d)) : Json(nullptr);
 }
 
+// The master of a Cluster member that a server entry stands for; null for the others.
+Json json_resolved(const ServerFacts& f) {
+  return f.node.empty() ? Json(nullptr) : Json(f.node);
+}
+
 // Server I of the report, as servers[] has it.
 Json json_server(const DoctorReport& r, std::size_t i) {
   const ServerFacts& f = r.servers[i];
   Json s;
   s["server"] = f.server;
   s["member"] = f.server;
-  s["resolved"] = f.node.empty() ? Json(nullptr) : Json(f.node);
+  s["resolved"] = json_resolved(f);
   s["reachable"] = f.reachable;
   s["duplicate"] = f.duplicate;
   s["error"] = f.error.empty() ? Json(nullptr) : Json(f.error);
@@ -189,7 +194,7 @@ Json json_report(const DoctorReport& r, const DoctorOptions& options) {
       const ServerFacts& f = r.servers[note.server];
       notes.push_back({{"server", f.server},
                        {"member", f.server},
-                       {"resolved", f.node.empty() ? Json(nullptr) : Json(f.node)},
+                       {"resolved", json_resolved(f)},
                        {"verdict", verdict_name(note.verdict)},
                        {"detail", note.text}});
     }
@@ -208,7 +213,6 @@ int run_doctor_command(const DoctorCliOptions& o, const GlobalOptions& global) {
   options.timeout = request_timeout(global);
   options.probe_key = doctor_probe_key(global.prefix);
   options.prefix = global.prefix;
-  options.member_wait = member_wait(global).value_or(1) > 0;
   options.member_wait_replicas = member_wait(global);
   auto transport = connect_servers(global);
   for (const auto& line : setting_origins(global)) verbose(global, 1, line);

@@ -723,10 +723,10 @@ Check check_member_wait(const std::vector<ServerFacts>& servers, const DoctorOpt
     const ServerFacts& f = servers[i];
     if (!askable(f) || !(f.sentinel_member || f.cluster_member)) continue;
     if (!f.wait_error.empty()) {
-      c.notes.push_back({i, options.member_wait ? Verdict::Fail : Verdict::Warn,
+      c.notes.push_back({i, options.member_wait() ? Verdict::Fail : Verdict::Warn,
                          "WAIT refused (" + f.wait_error + ")" +
-                             (options.member_wait ? ": its votes cannot be confirmed and never count"
-                                                  : ": its votes count unconfirmed (--member-wait 0)")});
+                             (options.member_wait() ? ": its votes cannot be confirmed and never count"
+                                                    : ": its votes count unconfirmed (--member-wait 0)")});
     } else if (f.role == "master" && f.replicas < static_cast<std::size_t>(wanted)) {
       c.notes.push_back(
           {i, Verdict::Fail,

@@ -140,11 +140,12 @@ struct DoctorOptions {
   Duration ttl = std::chrono::seconds(30);  // the longest TTL the locks use
   Duration timeout = std::chrono::milliseconds(100);
   double drift = 0.01;
-  std::string probe_key;    // a throw-away lock key; see doctor_probe_key()
-  std::string prefix;       // --prefix: whose fencing counters are counted
-  bool member_wait = true;  // a Sentinel member's votes wait for WAIT (not --member-wait 0)
+  std::string probe_key;  // a throw-away lock key; see doctor_probe_key()
+  std::string prefix;     // --prefix: whose fencing counters are counted
   // --member-wait when given: the replicas WAIT must confirm each vote on.
   std::optional<int> member_wait_replicas;
+  // Whether a Sentinel or Cluster member's votes wait for WAIT (all but --member-wait 0).
+  bool member_wait() const { return member_wait_replicas.value_or(1) > 0; }
 };
 
 struct DoctorReport {

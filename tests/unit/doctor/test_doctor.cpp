@@ -641,6 +641,7 @@ TEST_CASE("master and member-wait: a Cluster master with or without replicas; --
   CHECK(c.notes[0].text.find("fake:7001 has 0 replicas") != std::string::npos);
   o.member_wait_replicas = 0;
   CHECK(check_member_wait(servers, o).verdict == Verdict::Ok);
+  o.member_wait_replicas.reset();  // by the masters' replicas: the votes wait for WAIT
   servers[2].wait_error = "ERR unknown command 'WAIT'";
   CHECK(check_member_wait(servers, o).verdict == Verdict::Fail);
 }
@@ -690,7 +691,7 @@ TEST_CASE("member-wait: a Sentinel member refusing WAIT fails, or warns under --
   REQUIRE(c.notes.size() == 1);
   CHECK(c.notes[0].server == 1);
   CHECK(c.notes[0].text.find("never count") != std::string::npos);
-  options.member_wait = false;
+  options.member_wait_replicas = 0;
   CHECK(check_member_wait(servers, options).verdict == Verdict::Warn);
 }
 
