@@ -274,10 +274,11 @@ LockKeys lock_keys(const GlobalOptions& options, const std::string& name) {
   if (name.empty()) usage_error("NAME must not be empty");
   const std::string key = options.prefix + name;
   if (is_helper_key(key)) {
-    usage_error("NAME '" + printable(name) + "' ends as redlock's helper keys do (:redlock:fence, :redlock:owner, " +
-                ":redlock:wake, :redlock:limit, :redlock:slot:N, :redlock:waiters, :redlock:waiter:ID, " +
-                ":redlock:readers, :redlock:writers, :redlock:readerowners); another lock's owner record could " +
-                "overwrite it");
+    usage_error(
+        "NAME '" + printable(name) + "' ends as redlock's helper keys do (:redlock:fence, :redlock:owner, " +
+        ":redlock:wake, :redlock:limit, :redlock:slot:N, :redlock:waiters, :redlock:waiter:ID, :redlock:grant:ID, " +
+        ":redlock:readers, :redlock:writers, :redlock:readerowners); another lock's owner record could " +
+        "overwrite it");
   }
   if (!keys_share_slot(key)) refuse_cross_slot(options, name);
   return derive_keys(key);

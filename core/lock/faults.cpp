@@ -7,7 +7,7 @@ namespace redlock::faults {
 #ifdef REDLOCK_FAULTS
 namespace {
 
-constexpr std::array<std::pair<Fault, std::string_view>, 8> kNames{{
+constexpr std::array<std::pair<Fault, std::string_view>, 9> kNames{{
     {Fault::ReleaseAny, "release-any"},
     {Fault::NoValidity, "no-validity"},
     {Fault::HalfQuorum, "half-quorum"},
@@ -16,6 +16,7 @@ constexpr std::array<std::pair<Fault, std::string_view>, 8> kNames{{
     {Fault::SemaphoreMajority, "semaphore-majority"},
     {Fault::SharedIgnoresWriter, "shared-ignores-writer"},
     {Fault::FairIgnoresQueue, "fair-ignores-queue"},
+    {Fault::GrantKeepsShortExpiry, "grant-keeps-short-expiry"},
 }};
 
 std::array<bool, kNames.size()> g_on{};

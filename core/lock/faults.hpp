@@ -15,6 +15,8 @@
 //                 see a writer, and writers never see the readers' marker
 //   fair-ignores-queue  every attempt skips the fair queue's order (as a degraded hand-off does)
 //                 and still reports the hand-off fair: newcomers take a free lock ahead of the queue
+//   grant-keeps-short-expiry  a waiter a release handed the lock to keeps the release's short
+//                 expiry, but counts its validity from its own TTL (see grant.hpp)
 // Only faults.cpp differs between the two binaries: in the real one, choose() does nothing and
 // enabled() is always false, whatever the environment says.
 #pragma once
@@ -31,7 +33,8 @@ enum class Fault {
   SemaphoreExtraSlot,
   SemaphoreMajority,
   SharedIgnoresWriter,
-  FairIgnoresQueue
+  FairIgnoresQueue,
+  GrantKeepsShortExpiry
 };
 
 // The faults named in NAMES (comma-separated; unknown names are ignored) are on from now on.

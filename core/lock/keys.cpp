@@ -47,6 +47,10 @@ std::string waiter_key(const LockKeys& keys, const std::string& id) {
   return keys.channel.substr(0, keys.channel.size() - std::string_view("wake").size()) + "waiter:" + id;
 }
 
+std::string grant_key(const LockKeys& keys, const std::string& id) {
+  return queue_helper(keys, "grant:" + id);
+}
+
 std::string queue_helper(const LockKeys& keys, const std::string& word) {
   return keys.channel.substr(0, keys.channel.size() - std::string_view("wake").size()) + word;
 }
@@ -91,11 +95,11 @@ bool is_helper_key(const std::string& key) {
         ":redlock:writers", ":redlock:readerowners", ":redlock:ticket", ":redlock:fair"}) {
     if (ends_with(key, suffix)) return true;
   }
-  // A waiter's heartbeat key: ":redlock:waiter:" and hex digits.
+  // A waiter's heartbeat key and its grant record: ":redlock:waiter:" or ":redlock:grant:" and hex digits.
   const auto hex = key.find_last_not_of("0123456789abcdef");
-  if (hex != std::string::npos && hex + 1 < key.size() &&
-      ends_with(std::string_view(key).substr(0, hex + 1), ":redlock:waiter:")) {
-    return true;
+  if (hex != std::string::npos && hex + 1 < key.size()) {
+    const auto head = std::string_view(key).substr(0, hex + 1);
+    if (ends_with(head, ":redlock:waiter:") || ends_with(head, ":redlock:grant:")) return true;
   }
   const auto digits = key.find_last_not_of("0123456789");
   return digits != std::string::npos && digits + 1 < key.size() &&
@@ -105,17 +109,19 @@ bool is_helper_key(const std::string& key) {
 namespace {
 
 // KEY without a semaphore slot's number ("...:redlock:slot:N" becomes "...:redlock:slot") or a
-// queued waiter's id ("...:redlock:waiter:ID" becomes "...:redlock:waiter").
+// queued waiter's id ("...:redlock:waiter:ID" becomes "...:redlock:waiter", and so for grant).
 void strip_number(std::string& key) {
   if (slot_number(key)) {
     key.resize(key.rfind(kSlotInfix) + kSlotInfix.size() - 1);
     return;
   }
-  static constexpr std::string_view kWaiterInfix = ":redlock:waiter:";
-  const auto at = key.rfind(kWaiterInfix);
-  if (at == std::string::npos || at + kWaiterInfix.size() == key.size()) return;
-  if (key.find_first_not_of("0123456789abcdef", at + kWaiterInfix.size()) != std::string::npos) return;
-  key.resize(at + kWaiterInfix.size() - 1);
+  for (const std::string_view infix : {":redlock:waiter:", ":redlock:grant:"}) {
+    const auto at = key.rfind(infix);
+    if (at == std::string::npos || at + infix.size() == key.size()) continue;
+    if (key.find_first_not_of("0123456789abcdef", at + infix.size()) != std::string::npos) continue;
+    key.resize(at + infix.size() - 1);
+    return;
+  }
 }
 
 }  // namespace

@@ -27,6 +27,8 @@ struct LockKeys {
 
 // The heartbeat key of waiter ID in the queue of KEYS: while it lives, the waiter is alive.
 std::string waiter_key(const LockKeys& keys, const std::string& id);
+// What a release needs to hand the lock to waiter ID ({KEY}:redlock:grant:ID, see acquire.lua).
+std::string grant_key(const LockKeys& keys, const std::string& id);
 // The helper key {KEY}:redlock:WORD beside KEYS' channel, as the scripts find it: "ticket" (the
 // queue's ticket counter), "fair" (a fair waiter's mark).
 std::string queue_helper(const LockKeys& keys, const std::string& word);

@@ -7,6 +7,7 @@
 
 #include "core/lock/fair.hpp"
 #include "core/lock/faults.hpp"
+#include "core/lock/grant.hpp"
 #include "core/lock/scripts.hpp"
 #include "core/lock/token.hpp"
 #include "core/lock/wait_plan.hpp"
@@ -136,6 +137,15 @@ Tally count(const std::vector<std::optional<Result>>& results, Classify classify
     }
   }
   return t;
+}
+
+// The waiters a release named after the one it handed the lock to (NAMED, that one first) go back
+// to sleep: it took the lock (as the acquire script tells them when it takes it). Not waited for.
+void announce_taken(Network& network, const LockKeys& keys, const std::vector<std::string>& named) {
+  for (std::size_t k = 1; k < named.size(); ++k) {
+    for (std::size_t i = 0; i < network.size(); ++i)
+      network.send(i, Request::command({"PUBLISH", keys.channel + ":" + named[k], "acquired"}), [](Result) {});
+  }
 }
 
 // The integer answer of a script that returns 0 or 1 (extend, release).
@@ -281,8 +291,8 @@ Request acquire_request(const LockSpec& spec, const std::string& owner) {
   std::string ttls = ms_count(spec.ttl) + " " + ms_count(spec.fence_ttl);
   if (!spec.waiter.empty()) ttls += " " + spec.waiter + " " + ms_count(spec.heartbeat);
   const bool barge = spec.barge || faults::enabled(faults::Fault::FairIgnoresQueue);
-  const std::string flags =
-      std::string(spec.fair ? "f" : "") + (barge ? "b" : "") + (spec.report_place || spec.max_queue > 0 ? "p" : "");
+  const std::string flags = std::string(spec.fair ? "f" : "") + (barge ? "b" : "") +
+                            (spec.report_place || spec.max_queue > 0 ? "p" : "") + (spec.take_grants ? "g" : "");
   if (!spec.waiter.empty() && !flags.empty()) ttls += " " + flags;
   Request r = Request::eval(kAcquireScript, {k.lock, k.fence, k.owner}, {spec.token, ttls, owner, k.channel});
   r.replicated = true;
@@ -756,6 +766,69 @@ void Redlock::release_taken(const LockSpec& spec, const std::vector<bool>& answe
       kNever);
 }
 
+std::optional<AcquireResult> Redlock::take_grant(const LockSpec& spec, const std::vector<std::string>& named) {
+  const std::size_t n = network_.size();
+  const std::string ttl_ms = ms_count(spec.ttl);
+  Fanout reads(
+      network_, [&](std::size_t) { return grant_requests(spec.keys, ttl_ms); }, Fanout::timed(network_));
+  std::vector<std::optional<Result>> verdicts(n);
+  std::vector<std::int64_t> fences(n, 0);
+  Tally tally;
+  network_.run_until(
+      [&] {
+        for (std::size_t i = 0; i < n; ++i) {
+          if (verdicts[i]) continue;
+          GrantVerdict v = read_grant(reads, i, spec.token);
+          // A server found to be another configured one counts once, as in an acquire round.
+          if (v.verdict && !network_.duplicate_of(i).empty()) v.verdict->reply = Reply::number(0);
+          verdicts[i] = std::move(v.verdict);
+          fences[i] = v.fence;
+        }
+        tally = count(verdicts, classify_flag);
+        return tally.decided();
+      },
+      kNever);
+  reads.abandon();
+  if (!tally.won()) return std::nullopt;
+  std::vector<std::int64_t> held;
+  std::vector<ServerReport> reports;
+  for (std::size_t i = 0; i < n; ++i) {
+    const bool yes = verdicts[i] && classify_flag(*verdicts[i]) == Vote::Kind::Yes;
+    if (yes) held.push_back(fences[i]);
+    if (!verdicts[i] || !verdicts[i]->ok()) {
+      reports.push_back(failure_report(network_, i, verdicts[i]));
+    } else {
+      reports.push_back(answer_report(network_, i, *verdicts[i], yes ? Answer::Locked : Answer::Busy, yes));
+    }
+  }
+  auto res = finish_grant(spec, reads.started(), tally, held, std::move(reports));
+  if (res) announce_taken(network_, spec.keys, named);
+  return res;
+}
+
+std::optional<AcquireResult> Redlock::finish_grant(const LockSpec& spec, TimePoint sent, const Tally& tally,
+                                                   const std::vector<std::int64_t>& held,
+                                                   std::vector<ServerReport> reports) {
+  const TimePoint valid_until = sent + spec.ttl - drift_allowance(spec.ttl, spec.drift);
+  std::optional<std::int64_t> fence = agreed_fence(held, tally.needed());
+  std::string duplicate_error;
+  if (!fence) fence = write_fence(spec, highest(held), valid_until, duplicate_error);
+  const TimePoint now = network_.now();
+  if (!fence || !duplicate_error.empty() || valid_until - now <= spec.min_validity) return std::nullopt;
+  AcquireResult res;
+  res.outcome = AcquireOutcome::Acquired;
+  res.token = spec.token;
+  res.ttl = spec.ttl;
+  res.fence = *fence;
+  res.tally = tally;
+  res.servers = std::move(reports);
+  res.owner_record = owner_record(spec.owner, spec.ttl);
+  res.taken_at = now;
+  res.valid_until = valid_until;
+  res.validity = valid_until - now;
+  return res;
+}
+
 namespace {
 
 // A waiter's place in the lock's queue on each server: taken by a busy answer, kept by the answer
@@ -772,6 +845,7 @@ class QueuePlace {
         if (!queued_[i]) continue;
         network_.send(i, Request::command({"ZREM", waiter_.queue_key, waiter_.id}), [](Result) {});
         network_.send(i, Request::command({"DEL", waiter_.alive_key}), [](Result) {});
+        if (!waiter_.grant_key.empty()) network_.send(i, Request::command({"DEL", waiter_.grant_key}), [](Result) {});
       }
     } catch (...) {  // NOLINT(bugprone-empty-catch): a place left behind lapses with its heartbeat
     }
@@ -884,9 +958,11 @@ AcquireResult Redlock::acquire(const LockSpec& spec, const WaitOptions& wait) {
   std::optional<QueuePlace> place;
   if (wait.wait && !spec.keys.reader) {
     queued.waiter = make_token().substr(0, 16);
+    queued.take_grants = takes_grants();
     place.emplace(network_, QueuedWaiter{queued.waiter, spec.keys.channel + ":" + queued.waiter,
                                          waiter_key(spec.keys, queued.waiter), spec.keys.waiters, spec.heartbeat,
-                                         spec.fair ? queue_helper(spec.keys, "fair") : ""});
+                                         spec.fair ? queue_helper(spec.keys, "fair") : "",
+                                         queued.take_grants ? grant_key(spec.keys, queued.waiter) : ""});
   }
   QueueTurn turn(network_, timeout_, spec);
   bool writer_queued = false;
@@ -896,7 +972,11 @@ AcquireResult Redlock::acquire(const LockSpec& spec, const WaitOptions& wait) {
   });
   return acquire_with(
       spec.keys.channel, spec.ttl, wait,
-      [&] {
+      [&](const std::vector<std::string>* granted) {
+        // A lock handed over is left as the queue had it: the waiter leaves its places at the end.
+        if (granted) {
+          if (auto taken = take_grant(queued, *granted)) return *taken;
+        }
         AcquireResult r = attempt(queued);
         if (place) place->note(r);
         if (place) turn.after(r, queued);
@@ -904,6 +984,15 @@ AcquireResult Redlock::acquire(const LockSpec& spec, const WaitOptions& wait) {
         return r;
       },
       spec.keys.reader, place ? &place->waiter() : nullptr);
+}
+
+bool Redlock::takes_grants() const {
+  // A hand-over counts on a member that fails over only once replicas have it, which the waiter's
+  // reads cannot tell (see grant.hpp).
+  for (std::size_t i = 0; i < network_.size(); ++i) {
+    if (network_.fails_over(i)) return false;
+  }
+  return true;
 }
 
 bool Redlock::queue_writer(const LockSpec& spec, const std::vector<bool>& where) {
@@ -929,15 +1018,15 @@ void Redlock::withdraw(const LockKeys& keys, const std::string& token) {
 }
 
 AcquireResult Redlock::acquire_with(const std::string& channel, Duration ttl, const WaitOptions& wait,
-                                    const std::function<AcquireResult()>& attempt, bool many_holders,
-                                    const QueuedWaiter* queued) {
+                                    const Attempt& attempt, bool many_holders, const QueuedWaiter* queued) {
   const TimePoint begin = network_.now();
   Wakeups wakeups(network_, channel, ttl, wait.retry_delay, seed_++, begin, wait.deadline);
   wakeups.set_many_holders(many_holders);
   auto interrupted = [&] { return wait.interrupted && wait.interrupted(); };
   for (int attempts = 1;; ++attempts) {
+    const auto granted = wakeups.take_grant();
     wakeups.forget_heard();
-    AcquireResult res = attempt();
+    AcquireResult res = attempt(granted ? &*granted : nullptr);
     res.attempts = attempts;
     TimePoint now = network_.now();
     res.elapsed = now - begin;

@@ -101,6 +101,8 @@ struct LockSpec {
   // its heartbeat, of this expiry, lives (see Wakeups).
   std::string waiter;
   Duration heartbeat = kDefaultHeartbeat;
+  // A queued waiter that a release may hand the lock to (see grant.hpp).
+  bool take_grants = false;
   // A reader (keys.reader) is refused while a writer waits; false lets it in (--no-writer-priority).
   bool writer_priority = true;
   // --fair: while a fair waiter waits, the lock goes to the queue's head alone (see acquire.lua).
@@ -304,9 +306,11 @@ class Redlock {
   // guess of a holder's TTL. With MANY_HOLDERS, an "acquired" message does not send the waiters
   // back to sleep: another of the places may still be free.
   // QUEUED: the waiter's place in the lock's queue, whose heartbeat the wait keeps alive.
-  AcquireResult acquire_with(const std::string& channel, Duration ttl, const WaitOptions& wait,
-                             const std::function<AcquireResult()>& attempt, bool many_holders = false,
-                             const QueuedWaiter* queued = nullptr);
+  // ATTEMPT is given the waiters named by a release that handed the lock to this waiter (it first),
+  // or nullptr.
+  using Attempt = std::function<AcquireResult(const std::vector<std::string>* granted)>;
+  AcquireResult acquire_with(const std::string& channel, Duration ttl, const WaitOptions& wait, const Attempt& attempt,
+                             bool many_holders = false, const QueuedWaiter* queued = nullptr);
   // Extends where the lock holds TOKEN and, with a quorum, puts it back where it is missing (see
   // ExtendRound::heal), waiting up to --timeout for those answers.
   ExtendResult extend(const LockKeys& keys, const std::string& token, Duration ttl, double drift, const Heal& heal = {},
@@ -330,8 +334,18 @@ class Redlock {
   // there (not waited for); whether it did anywhere.
   bool queue_writer(const LockSpec& spec, const std::vector<bool>& where);
   struct Votes;
+  // Whether a waiter may be handed the lock by a release (see grant.hpp): no member fails over.
+  bool takes_grants() const;
   // One acquire round: the votes, then the lock (fenced) or what stood in the way.
   AcquireResult attempt(const LockSpec& spec);
+  // A release handed the lock to this waiter, and named NAMED (this one first): takes it (see
+  // grant.hpp), or nothing when a quorum did not hand it over.
+  std::optional<AcquireResult> take_grant(const LockSpec& spec, const std::vector<std::string>& named);
+  // A quorum read back the lock handed over (TALLY; HELD: the fencing counters of those that hold
+  // it; REPORTS: each server's answer), in reads sent at SENT: fences it, or nothing when the fence
+  // or the time falls short.
+  std::optional<AcquireResult> finish_grant(const LockSpec& spec, TimePoint sent, const Tally& tally,
+                                            const std::vector<std::int64_t>& held, std::vector<ServerReport> reports);
   // What each server answered to the acquire round (their reports go to RES).
   Votes read_votes(const Round& round, AcquireResult& res) const;
   // A quorum said yes: fences the lock, or gives it back when the fence or the time falls short.

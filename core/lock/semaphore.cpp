@@ -235,7 +235,10 @@ ReleaseResult Semaphore::force_release() {
 AcquireResult Semaphore::acquire(const LockSpec& spec, const WaitOptions& wait) {
   return redlock_.acquire_with(
       keys_.channel, spec.ttl, wait,
-      [&] { return faults::enabled(faults::Fault::SemaphoreMajority) ? majority_attempt(spec) : attempt(spec); }, true);
+      [&](const std::vector<std::string>*) {
+        return faults::enabled(faults::Fault::SemaphoreMajority) ? majority_attempt(spec) : attempt(spec);
+      },
+      true);
 }
 
 AcquireResult Semaphore::attempt(const LockSpec& spec) {

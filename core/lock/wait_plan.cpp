@@ -53,9 +53,9 @@ TimePoint WaitPlan::on_released(TimePoint now, TimePoint planned, std::size_t wa
 }
 
 TimePoint WaitPlan::on_named(TimePoint now, TimePoint planned, std::optional<std::size_t> place, Duration heartbeat,
-                             std::size_t waiters, Duration waited) {
+                             std::size_t waiters, Duration waited, Duration granted) {
   if (place && *place == 0) return now;
-  if (place) return std::min(planned, now + jittered(retry_delay_, 1.0, 1.5));
+  if (place) return std::min(planned, now + granted + jittered(retry_delay_, 1.0, 1.5));
   // Every one named dead: the others try once a heartbeat has passed, spread as after a release.
   return std::min(planned, on_released(now + heartbeat, kNever, waiters, waited + heartbeat));
 }

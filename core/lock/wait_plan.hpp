@@ -46,8 +46,10 @@ class WaitPlan {
   // heartbeat has not expired yet); a waiter not named sleeps on, but no longer than one
   // HEARTBEAT, in case every one named is dead (then spread as on_released spreads WAITERS). The
   // one that takes the lock announces it, which sends the others back to sleep (on_acquired).
+  // GRANTED: the release handed the lock to the first one named for this long; the next waits that
+  // out first (the first may have died since its last heartbeat).
   TimePoint on_named(TimePoint now, TimePoint planned, std::optional<std::size_t> place, Duration heartbeat,
-                     std::size_t waiters, Duration waited);
+                     std::size_t waiters, Duration waited, Duration granted = Duration::zero());
   // Another attempt gave back what it took (it had no quorum): try after a jittered retry delay.
   TimePoint on_retracted(TimePoint now, TimePoint planned);
   // Another waiter took the lock: back to sleep until its lock could expire if it never

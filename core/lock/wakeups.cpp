@@ -2,10 +2,16 @@
 
 #include <algorithm>
 #include <charconv>
+#include <set>
+#include <utility>
 
 #include "core/lock/quorum.hpp"
 
 namespace redlock {
+
+namespace {
+constexpr std::string_view kGrantedWord = "granted:";
+}  // namespace
 
 WakeEvent parse_wake_message(std::string_view message) {
   WakeEvent e;
@@ -17,8 +23,15 @@ WakeEvent parse_wake_message(std::string_view message) {
     while (ec == std::errc() && !rest.empty() && rest.front() == ' ') {
       rest.remove_prefix(1);
       const auto word = rest.substr(0, rest.find(' '));
-      if (!word.empty()) e.named.emplace_back(word);
       rest.remove_prefix(word.size());
+      if (word.starts_with(kGrantedWord)) {
+        std::int64_t ms = 0;
+        const auto digits = word.substr(kGrantedWord.size());
+        if (std::from_chars(digits.data(), digits.data() + digits.size(), ms).ec == std::errc() && ms > 0)
+          e.granted = std::chrono::milliseconds(ms);
+      } else if (!word.empty()) {
+        e.named.emplace_back(word);
+      }
     }
   } else if (message.starts_with("retracted")) {
     e.kind = WakeEvent::Kind::Retracted;
@@ -53,6 +66,12 @@ struct Wakeups::State {
   // must not forget it.
   std::optional<WakeEvent> released;
   bool retracted = false;
+  // A release that named this waiter first handed it the lock: the waiters it named, and the
+  // servers that said so. The waiter reads the lock back once a quorum of them did, or a moment
+  // after the first (the releases of the others may have been lost).
+  std::optional<std::vector<std::string>> granted;
+  std::set<std::size_t> granted_by;
+  std::size_t quorum = 1;
   bool many_holders = false;
   std::optional<QueuedWaiter> queued;
   TimePoint heartbeat_due = kNever;
@@ -60,10 +79,11 @@ struct Wakeups::State {
 
   State(Duration retry_delay, std::uint64_t seed) : plan(retry_delay, seed) {}
 
-  void on(const WakeEvent& e, TimePoint t, bool reliable) {
+  void on(const WakeEvent& e, std::size_t server, TimePoint t, bool reliable) {
     TimePoint planned = next;
     switch (e.kind) {
       case WakeEvent::Kind::Released:
+        if (e.granted && queued && !e.named.empty() && e.named.front() == queued->id) granted_by.insert(server);
         released = e;
         planned = on_released(e, t, planned);
         break;
@@ -95,7 +115,12 @@ struct Wakeups::State {
     const auto at = std::find(e.named.begin(), e.named.end(), queued->id);
     std::optional<std::size_t> place;
     if (at != e.named.end()) place = static_cast<std::size_t>(at - e.named.begin());
-    return plan.on_named(t, planned, place, queued->heartbeat, e.waiters, t - begin);
+    if (place == 0 && e.granted) {
+      granted = e.named;
+      if (granted_by.size() < quorum) return std::min(planned, t + plan.slot());
+    }
+    return plan.on_named(t, planned, place, queued->heartbeat, e.waiters, t - begin,
+                         e.granted.value_or(Duration::zero()));
   }
 };
 
@@ -105,6 +130,7 @@ Wakeups::Wakeups(Network& network, std::string channel, Duration ttl, Duration r
   state_->begin = begin;
   state_->deadline = deadline;
   state_->ttl = ttl;
+  state_->quorum = quorum_size(network.size());
 }
 
 Wakeups::~Wakeups() {
@@ -129,6 +155,12 @@ void Wakeups::set_queued(const QueuedWaiter& waiter) {
 void Wakeups::forget_heard() {
   state_->released.reset();
   state_->retracted = false;
+  state_->granted.reset();
+  state_->granted_by.clear();
+}
+
+std::optional<std::vector<std::string>> Wakeups::take_grant() {
+  return std::exchange(state_->granted, std::nullopt);
 }
 
 void Wakeups::observe(const std::vector<std::optional<Duration>>& latencies) {
@@ -147,7 +179,7 @@ void Wakeups::subscribe(TimePoint settle_by, const std::function<bool()>& interr
   // A queued waiter listens on its own channel alone: the releases that are not its turn stay unheard.
   const std::string& channel = state_->queued ? state_->queued->channel : channel_;
   network_.subscribe(channel, [state = state_, this](const ChannelEvent& event) {
-    if (state->active) state->on(wake_event(event), network_.now(), reliable());
+    if (state->active) state->on(wake_event(event), event.server, network_.now(), reliable());
   });
   network_.run_until([&] { return reliable() || interrupted(); }, std::min(state_->deadline, settle_by));
   state_->settled = true;
@@ -186,6 +218,8 @@ void Wakeups::beat() {
   for (std::size_t i = 0; i < network_.size(); ++i) {
     network_.send(i, Request::command({"PEXPIRE", s.queued->alive_key, ms}), [](Result) {});
     network_.send(i, Request::command({"PEXPIRE", s.queued->queue_key, ms}), [](Result) {});
+    if (!s.queued->grant_key.empty())
+      network_.send(i, Request::command({"PEXPIRE", s.queued->grant_key, ms}), [](Result) {});
     if (!s.queued->fair_key.empty())
       network_.send(i, Request::command({"SET", s.queued->fair_key, "1", "PX", ms}), [](Result) {});
   }

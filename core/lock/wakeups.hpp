@@ -29,6 +29,8 @@ struct WakeEvent {
   std::size_t waiters = 1;  // Released: how many were waiting
   // Released: the waiters it wakes, first to try first; empty: every waiter (no queue there).
   std::vector<std::string> named;
+  // Released with the word "granted:MS": the release handed the lock to the first one named, for MS.
+  std::optional<Duration> granted;
 };
 
 WakeEvent parse_wake_message(std::string_view message);
@@ -44,6 +46,7 @@ struct QueuedWaiter {
   std::string queue_key;  // {KEY}:redlock:waiters
   Duration heartbeat{};   // the expiry the heartbeat sets, refreshed three times within it
   std::string fair_key;   // {KEY}:redlock:fair for a fair waiter, which its heartbeat keeps too; else empty
+  std::string grant_key;  // {KEY}:redlock:grant:ID for a waiter a release may hand the lock to; else empty
 };
 
 class Wakeups {
@@ -64,6 +67,9 @@ class Wakeups {
   void set_queued(const QueuedWaiter& waiter);
   // Before each attempt: what was heard during the last one is forgotten.
   void forget_heard();
+  // The lock a release handed this waiter (see release.lua), once: the waiters that release named
+  // (this one first), or empty when none was handed over since the last attempt.
+  std::optional<std::vector<std::string>> take_grant();
   // The round trips of an attempt's answers (the median sets the spread of a hand-off).
   void observe(const std::vector<std::optional<Duration>>& latencies);
   bool subscribing() const { return subscribing_; }

@@ -158,6 +158,9 @@ class Network {
   virtual std::string duplicate_of(std::size_t /*server*/) const { return {}; }
   // Whether SERVER is a Cluster member, whose keys are spread over the masters of its slot map.
   virtual bool cluster(std::size_t /*server*/) const { return false; }
+  // Whether SERVER is a member that fails over to a replica (a Sentinel group, a Cluster), where a
+  // write counts as a vote only once replicas confirm it (Request::replicated).
+  virtual bool fails_over(std::size_t /*server*/) const { return false; }
   // The database the server's URL names (keyspace notifications name it).
   virtual int database(std::size_t /*server*/) const { return 0; }
   // Whether some server's name is still being resolved: until it is, nobody can tell whether it

@@ -273,6 +273,10 @@ bool Transport::cluster(std::size_t server) const {
   return clusters_.at(server) != nullptr;
 }
 
+bool Transport::fails_over(std::size_t server) const {
+  return cluster(server) || servers_.at(server).is_sentinel();
+}
+
 std::string Transport::role(std::size_t server) const {
   if (clusters_.at(server)) return clusters_[server]->role();
   return commands_.at(server)->server_role();

@@ -52,6 +52,7 @@ class Transport final : public Network, private ClusterMemberObserver {
   std::string resolved(std::size_t server) const override;
   int database(std::size_t server) const override;
   bool cluster(std::size_t server) const override;
+  bool fails_over(std::size_t server) const override;
   bool resolving() const override;
   std::string duplicate_of(std::size_t server) const override;
 

@@ -300,6 +300,28 @@ def shared(ctx):
 
 
 # ---------------------------------------------------------------------------------------------
+# The release hands the lock to the first queued waiter (see core/lock/grant.hpp)
+
+
+@scenario("handover", "S1 S2 S9 S11", 10)
+def handover(ctx):
+    """6 `run -w` waiters on one name whose commands outlast a hand-over's 1.5 s expiry (TTL 6 s,
+    first renewal at 2 s), while 1-2 of 5 servers are paused, rotating: every hand-off but the first
+    is a release handing the lock over, and a waiter that kept the short expiry would overlap the
+    next holder."""
+    env = env_for(ctx, "handover")
+    try:
+        for _ in range(6):
+            env.add_worker(mode="run", ttl="6s", hold_ms=(1600, 2400), wait="30s")
+        env.run(ctx.seconds, pause_minority)
+        s = summarize(env, "handover", expect_cycles=3, heal_bound_s=ttl_s(env) + 3)
+        check_progress_under_faults(s)
+        return s
+    finally:
+        env.close()
+
+
+# ---------------------------------------------------------------------------------------------
 # Fair hand-off (--fair): the queue's order is a hint, the lock is still the mutex
 
 

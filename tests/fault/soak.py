@@ -37,7 +37,8 @@ MUST_PASS = ["contention", "pause-minority", "kill-minority", "partition", "prox
              "crash-restart-delayed", "crash-restart-aof", "early-expiry", "clock-rate", "clock-step", "stale-token",
              "holder-pause", "renewal", "quorum-loss", "holder-crash", "signals", "duplicate-server", "script-flush",
              "starvation", "siblings", "rolling-restart", "blip", "loaded-host", "semaphore", "semaphore-cuts",
-             "semaphore-rolling", "shared", "sentinel-failover", "sentinel-forgets", "fair", "fair-kill"]
+             "semaphore-rolling", "shared", "sentinel-failover", "sentinel-forgets", "fair", "fair-kill",
+             "handover"]
 # (row name, scenario, REDLOCK_FAULT or None for the real binary): must be caught.
 CONTROLS = [("control:release-any", "stale-token", "release-any"),
             ("control:no-validity", "quorum-loss", "no-validity"),
@@ -48,7 +49,8 @@ CONTROLS = [("control:release-any", "stale-token", "release-any"),
             ("control:semaphore-majority", "semaphore-cuts", "semaphore-majority"),
             ("control:shared-ignores-writer", "shared", "shared-ignores-writer"),
             ("control:sentinel-unconfirmed", "sentinel-forgets-unconfirmed", None),
-            ("control:fair-ignores-queue", "fair", "fair-ignores-queue")]
+            ("control:fair-ignores-queue", "fair", "fair-ignores-queue"),
+            ("control:grant-keeps-short-expiry", "handover", "grant-keeps-short-expiry")]
 
 COLUMNS = [("scenario", "scenario", "%-28s"), ("rounds", "rounds", "%6s"), ("seconds", "seconds", "%8s"),
            ("cycles", "lock cycles", "%11s"), ("overlaps", "overlaps", "%8s"), ("lost_updates", "lost updates", "%12s"),

@@ -1,6 +1,7 @@
 """Negative controls: a lock broken on purpose must be caught by a checker. redlock-faulty with
 REDLOCK_FAULT=release-any / no-validity / half-quorum /
-inherit-any-token / semaphore-extra-slot / semaphore-majority / shared-ignores-writer (core/lock/faults.hpp), and the real binary with a
+inherit-any-token / semaphore-extra-slot / semaphore-majority / shared-ignores-writer /
+grant-keeps-short-expiry (core/lock/faults.hpp), and the real binary with a
 holder's server restarted at once without persistence. Each runs a scenario that the real binary
 passes (test_safety.py, test_holder.py, test_crash.py) and asserts that the violation IS found."""
 
@@ -37,6 +38,10 @@ class Controls(ScenarioTest):
 
     def test_readers_that_ignore_the_writer_are_caught_overlapping_one(self):
         s = self.run_scenario("shared", 4, fault="shared-ignores-writer")
+        self.assertCaught(s, "overlaps")
+
+    def test_a_handed_over_lock_that_keeps_the_short_expiry_is_caught_by_overlaps(self):
+        s = self.run_scenario("handover", 8, fault="grant-keeps-short-expiry")
         self.assertCaught(s, "overlaps")
 
     def test_crash_restart_without_persistence_is_caught(self):

@@ -66,6 +66,9 @@ class Safety(ScenarioTest):
         self.assertPassed(s)
         self.assertGreater(s["fair_handoffs"], 0)
 
+    def test_locks_handed_over_by_releases_under_a_rotating_minority_paused(self):
+        self.assertPassed(self.run_scenario("handover", 8))
+
     def test_s17_script_flush(self):
         self.assertPassed(self.run_scenario("script-flush", 6))
 

@@ -281,10 +281,11 @@ class FakeNetwork final : public Network {
     auto ms = [](const std::string& text) { return std::chrono::milliseconds(std::stoll(text)); };
     if (name == "acquire") {
       const std::string &lock = a[1], &fence = a[2], &owner = a[3], &token = a[4], &owner_value = a[6], &channel = a[7];
-      // "TTL FENCE_TTL[ WAITER HEARTBEAT]", as acquire.lua reads it.
+      // "TTL FENCE_TTL[ WAITER HEARTBEAT[ FLAGS]]", as acquire.lua reads it (the flags are not played
+      // here: no fair queue, and releases hand the lock to nobody).
       const auto words = split(a[5]);
       const std::string &ttl = words.at(0), &fence_ttl = words.at(1);
-      const std::string waiter = words.size() == 4 ? words[2] : "";
+      const std::string waiter = words.size() >= 4 ? words[2] : "";
       const std::string prefix = channel.empty() ? "" : channel.substr(0, channel.size() - 4);
       // Taken: a queued waiter keeps its place (its heartbeat refreshed) until its acquire ends.
       auto keep = [&] {

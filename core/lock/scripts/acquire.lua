@@ -36,13 +36,28 @@ local ttl, fence_ttl, rest = string.match(ARGV[2], '^(%d+) (%d+)(.*)$')
 local waiter, heartbeat, flags = string.match(rest, '^ (%x+) (%d+) ?(%a*)$')
 -- FLAGS: 'f' a fair waiter (it turns the queue's order on, see head_ahead), 'b' a waiter that
 -- skips the queue's order for this hand-off (the queues' heads disagreed for a heartbeat TTL),
--- 'p' a waiter that reads its place in line (-v, --max-queue) outside fair mode too.
+-- 'p' a waiter that reads its place in line (-v, --max-queue) outside fair mode too, 'g' a waiter
+-- that takes the lock from a release's hands (see grant_record).
 local fair = flags and string.find(flags, 'f', 1, true) ~= nil
 local barge = flags and string.find(flags, 'b', 1, true) ~= nil
 local wants_place = flags and string.find(flags, 'p', 1, true) ~= nil
+local wants_grant = flags and string.find(flags, 'g', 1, true) ~= nil
 local prefix = ARGV[4] ~= '' and string.sub(ARGV[4], 1, -5)
 -- Fair mode here: a fair waiter's mark {KEY}:redlock:fair lives, read once per call.
 local marked = prefix and redis.pcall('EXISTS', prefix .. 'fair') == 1
+
+-- What a release needs to hand the lock to this waiter (see release.lua), kept beside its heartbeat
+-- as {KEY}:redlock:grant:ID for as long as a join's heartbeat: "GRANT TTL FENCE_TTL TOKEN[ OWNER]",
+-- where GRANT is the expiry the release gives the lock (half a heartbeat, at most the TTL: a waiter
+-- that died in the queue holds it up no longer) and OWNER the --owner of its record, when it keeps one.
+local function grant_record()
+  local grant = math.min(tonumber(ttl), math.max(1, math.floor(tonumber(heartbeat) / 2)))
+  local record = grant .. ' ' .. ttl .. ' ' .. fence_ttl .. ' ' .. ARGV[1]
+  local owner = string.match(ARGV[3], '^%S+ (.*)$')
+  return owner and record .. ' ' .. owner or record
+end
+-- A token with a space in it would not read back from the record: such a waiter is not handed the lock.
+wants_grant = wants_grant and not string.find(ARGV[1], '%s')
 
 -- The queue is {KEY}:redlock:waiters beside the channel {KEY}:redlock:wake (a sorted set of waiter
 -- ids, scored in arrival order on this server), and each waiter's heartbeat is
@@ -73,6 +88,7 @@ local function queue(join)
     -- otherwise lapse and lose its place.
     -- Its heartbeat lives where its place does (joined and left together): PEXPIRE finds it.
     local kept = redis.pcall('PEXPIRE', alive, heartbeat) == 1
+    redis.pcall('DEL', prefix .. 'grant:' .. waiter)
     local next = redis.pcall('ZRANGE', waiters, 0, 2)
     if type(next) == 'table' and not next.err then
       local told = 0
@@ -116,6 +132,9 @@ local function queue(join)
       return {0, 0, -1}
     end
   end
+  if wants_grant then
+    redis.pcall('SET', prefix .. 'grant:' .. waiter, grant_record(), 'PX', heartbeat)
+  end
   local place = (fair_mode or wants_place) and redis.pcall('ZRANK', waiters, waiter)
   return {1, fair_mode and score or 0, type(place) == 'number' and place or -1}
 end
@@ -147,25 +166,6 @@ local function head_ahead()
   return nil
 end
 
--- The fencing counter goes up by one; where there is none (a new NAME, or one unused for its whole
--- expiry), it starts at the server's clock in microseconds, rounded down to the second. That start
--- is above every value the counter ever had: a counter grows by one per acquisition, far slower
--- than the clock, and it expired only after its expiry passed on this clock, which is longer than
--- any two servers' clocks disagree. Where the ACL refuses TIME, it counts from 1 and never expires.
-local function bump()
-  local value = redis.call('INCR', KEYS[2])
-  local clock = redis.pcall('TIME')
-  if clock.err then
-    redis.call('SET', KEYS[2], string.format('%.0f', value))
-  elseif value == 1 then
-    value = math.max(1, tonumber(clock[1]) * 1000000)
-    redis.call('SET', KEYS[2], string.format('%.0f', value), 'PX', fence_ttl)
-  else
-    redis.call('PEXPIRE', KEYS[2], fence_ttl)
-  end
-  return value
-end
-
 local ahead, head = head_ahead()
 local skipped = 0
 if ahead and barge then
@@ -179,7 +179,7 @@ if not ahead and redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ttl) then
     redis.call('PUBLISH', ARGV[4], 'acquired')
   end
   local kept = queue(false)
-  return {1, bump(), 0, 'string', 1, kept, skipped}
+  return {1, bump(KEYS[2], fence_ttl), 0, 'string', 1, kept, skipped}
 end
 local kind = redis.call('TYPE', KEYS[1])['ok']
 local value = kind == 'string' and redis.call('GET', KEYS[1])
@@ -192,7 +192,7 @@ if value == ARGV[1] then
     redis.call('SET', KEYS[3], ARGV[3], 'PX', ttl)
   end
   local kept = queue(false)
-  return {2, bump(), 0, kind, 1, kept}
+  return {2, bump(KEYS[2], fence_ttl), 0, kind, 1, kept}
 end
 local record_kind = redis.call('TYPE', KEYS[3])['ok']
 local announces = 0

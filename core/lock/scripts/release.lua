@@ -12,6 +12,18 @@
 -- Waiters whose heartbeat is gone are dropped from the queue on the way. N counts the subscribers
 -- of ARGV[2] alone (waiters that do not queue). The queue's commands go through pcall, as in
 -- acquire.lua.
+-- A release (not a retraction) hands the lock to the first named waiter, when that waiter asked for
+-- it at its last join (its record {KEY}:redlock:grant:ID, see acquire.lua): the lock becomes the
+-- waiter's, SET NX as any acquisition, for the short expiry GRANT of the record, with its owner
+-- record and the fence raised, and the message ends with "granted:GRANT". The record goes with it, so
+-- a waiter is handed the lock once per join: one that died is not handed it again. The waiter
+-- counts the servers that hand it the lock as votes only once it has read them back (its token,
+-- before and after it sets its own TTL with PEXPIRE GT): see Redlock::take_grant.
+
+-- TIME is not deterministic: Redis before 5 refuses writes after it unless effects are replicated.
+if redis.replicate_commands then
+  redis.replicate_commands()
+end
 
 -- The first live waiters (at most WANTED) of the queue beside CHANNEL, dead ones removed.
 local function live_waiters(channel, wanted)
@@ -35,6 +47,27 @@ local function live_waiters(channel, wanted)
   return named
 end
 
+-- Hands the lock to waiter ID, as above. Returns the expiry it was given (ms), or nil.
+local function grant(prefix, id)
+  local record = redis.pcall('GET', prefix .. 'grant:' .. id)
+  if type(record) ~= 'string' then
+    return nil
+  end
+  local expiry, ttl, fence_ttl, token, owner = string.match(record, '^(%d+) (%d+) (%d+) (%S+)(.*)$')
+  if not expiry or not redis.call('SET', KEYS[1], token, 'NX', 'PX', expiry) then
+    return nil
+  end
+  redis.call('DEL', prefix .. 'grant:' .. id)
+  if owner ~= '' then
+    local clock = redis.pcall('TIME')
+    local unix_ms = clock.err and 0 or tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+    redis.call('SET', KEYS[2], string.format('%.0f', unix_ms) .. '/' .. ttl .. ' ' .. string.sub(owner, 2), 'PX',
+               expiry)
+  end
+  bump(prefix .. 'fence', fence_ttl)
+  return expiry
+end
+
 local deleted = 0
 local kind = redis.call('TYPE', KEYS[1])['ok']
 if ARGV[3] == '1' then
@@ -54,9 +87,16 @@ if deleted == 1 then
     for _, id in ipairs(named) do
       message = message .. ' ' .. id
     end
+    local granted = ARGV[4] == 'released' and named[1] and grant(string.sub(ARGV[2], 1, -5), named[1])
+    if granted then
+      message = message .. ' granted:' .. granted
+    end
     redis.call('PUBLISH', ARGV[2], message)
     for _, id in ipairs(named) do
       redis.pcall('PUBLISH', ARGV[2] .. ':' .. id, message)
+    end
+    if granted then
+      redis.call('PUBLISH', ARGV[2], 'acquired')
     end
   end
 end

@@ -103,6 +103,13 @@ TEST_CASE("the waiters' queue and heartbeats are helper keys: no lock can be nam
   REQUIRE(redlock::helper_of("{deploy}:redlock:waiter:0a1b"));
   CHECK(redlock::helper_of("{deploy}:redlock:waiter:0a1b")->lock == "deploy");
   CHECK(redlock::helper_of("{deploy}:redlock:waiter:0a1b")->word == "waiter");
+  // So is a waiter's grant record, which a release reads to hand it the lock.
+  CHECK(redlock::grant_key(k, "0a1b") == "{deploy}:redlock:grant:0a1b");
+  CHECK(redlock::is_helper_key("{deploy}:redlock:grant:0a1b"));
+  CHECK(!redlock::is_helper_key("{deploy}:redlock:grant:night"));
+  REQUIRE(redlock::helper_of("{deploy}:redlock:grant:0a1b"));
+  CHECK(redlock::helper_of("{deploy}:redlock:grant:0a1b")->lock == "deploy");
+  CHECK(redlock::helper_of("{deploy}:redlock:grant:0a1b")->word == "grant");
   // A semaphore's slots queue on the semaphore's own queue, as they wake on its channel.
   CHECK(redlock::derive_semaphore_keys("jobs", 2).slots[1].waiters == "{jobs}:redlock:waiters");
 }

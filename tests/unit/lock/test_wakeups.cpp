@@ -63,6 +63,17 @@ TEST_CASE("a release message names the queued waiters it wakes, in order") {
   CHECK(parse_wake_message("released").named.empty());
 }
 
+TEST_CASE("a release that handed the lock over says for how long, apart from the waiters it names") {
+  const WakeEvent e = parse_wake_message("released 4 3f9a 77b0 granted:1500");
+  CHECK(e.named == std::vector<std::string>{"3f9a", "77b0"});
+  REQUIRE(e.granted);
+  CHECK(*e.granted == 1500ms);
+  CHECK(!parse_wake_message("released 4 3f9a 77b0").granted);
+  CHECK(!parse_wake_message("released 4 3f9a granted:").granted);
+  CHECK(!parse_wake_message("released 4 3f9a granted:x").granted);
+  CHECK(parse_wake_message("released 4 3f9a granted:x").named == std::vector<std::string>{"3f9a"});
+}
+
 namespace {
 
 // A queued waiter's sleep after a busy attempt, with MESSAGE announced by every server 50 ms in:
@@ -76,8 +87,8 @@ Slept sleep_through(const std::string& message, bool many_holders = false) {
   FakeNetwork net(3);
   Wakeups wakeups(net, "{job}:redlock:wake", 30s, 200ms, 1, net.now(), kNever);
   wakeups.set_many_holders(many_holders);
-  wakeups.set_queued(
-      QueuedWaiter{"aa11", "{job}:redlock:wake:aa11", "{job}:redlock:waiter:aa11", "{job}:redlock:waiters", 3s, ""});
+  wakeups.set_queued(QueuedWaiter{"aa11", "{job}:redlock:wake:aa11", "{job}:redlock:waiter:aa11",
+                                  "{job}:redlock:waiters", 3s, "", ""});
   wakeups.subscribe(net.now() + 100ms, [] { return false; });
   net.advance(10ms);  // every server's confirmation in
   const TimePoint from = net.now();
@@ -105,6 +116,29 @@ TEST_CASE("a queued waiter wakes for its turn only") {
     // One PEXPIRE of the heartbeat and one of the queue to each of 3 servers, every second.
     CHECK(s.heartbeats >= 6 * 3);
     CHECK(s.heartbeats <= 6 * 5);
+  }
+  SUBCASE("handed the lock, named first: once a quorum of servers said so, and it is told so once") {
+    FakeNetwork net(3);
+    Wakeups wakeups(net, "{job}:redlock:wake", 30s, 200ms, 1, net.now(), kNever);
+    wakeups.set_queued(QueuedWaiter{"aa11", "{job}:redlock:wake:aa11", "{job}:redlock:waiter:aa11",
+                                    "{job}:redlock:waiters", 3s, "", "{job}:redlock:grant:aa11"});
+    wakeups.subscribe(net.now() + 100ms, [] { return false; });
+    net.advance(10ms);
+    const TimePoint from = net.now();
+    wakeups.plan(from, false, std::nullopt, true);
+    net.at(from + 50ms, [&] { net.announce(0, "released 9 aa11 bb22 granted:1500"); });
+    net.at(from + 52ms, [&] { net.announce(1, "released 9 aa11 bb22 granted:1500"); });
+    CHECK(wakeups.sleep([] { return false; }));
+    CHECK(net.now() - from < 60ms);
+    const auto granted = wakeups.take_grant();
+    REQUIRE(granted);
+    CHECK(*granted == std::vector<std::string>{"aa11", "bb22"});
+    CHECK(!wakeups.take_grant());
+  }
+  SUBCASE("named second after a hand-over: not before the hand-over could have lapsed") {
+    const Duration d = sleep_through("released 9 bb22 aa11 granted:1500").slept;
+    CHECK(d >= 1500ms + 250ms);
+    CHECK(d <= 1500ms + 400ms);
   }
   SUBCASE("a release that names nobody wakes everyone, as before the queue") {
     CHECK(sleep_through("released 9").slept < 60ms);
