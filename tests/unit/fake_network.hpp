@@ -40,10 +40,12 @@ class FakeNetwork final : public Network {
     std::map<std::string, Entry> data;
     // The shared mode's sorted sets (readers, waiting writers): member -> expiry, on virtual time.
     std::map<std::string, std::map<std::string, TimePoint>> zsets;
-    std::vector<std::string> log;    // script names (or command names), in arrival order
-    std::vector<std::string> nodes;  // beside log: each request's Request::node
-    bool cluster = false;            // answers Network::cluster() as a Cluster member would
-    std::vector<bool> replicated;    // beside log: whether each request was a vote that WAIT confirms
+    std::vector<std::string> log;                 // script names (or command names), in arrival order
+    std::vector<std::string> nodes;               // beside log: each request's Request::node
+    bool cluster = false;                         // answers Network::cluster() as a Cluster member would
+    bool sentinel = false;                        // answers Network::fails_over() as a Sentinel member would
+    std::vector<std::vector<std::string>> argvs;  // beside log: each request's argv
+    std::vector<bool> replicated;                 // beside log: whether each request was a vote that WAIT confirms
     std::size_t publishes = 0;
     std::vector<std::string> announced;  // what was published, in order
     // The server's wall clock, as the distance from virtual time zero to the epoch: fencing
@@ -68,6 +70,7 @@ class FakeNetwork final : public Network {
   std::string describe(std::size_t i) const override { return "redis://fake:" + std::to_string(7000 + i); }
   std::string role(std::size_t i) const override { return servers[i].role; }
   bool cluster(std::size_t i) const override { return servers[i].cluster; }
+  bool fails_over(std::size_t i) const override { return servers[i].cluster || servers[i].sentinel; }
   void flush(TimePoint) override {}
 
   bool resolving() const override {
@@ -269,6 +272,7 @@ class FakeNetwork final : public Network {
     s.log.push_back(name);
     s.replicated.push_back(request.replicated);
     s.nodes.push_back(request.node);
+    s.argvs.push_back(request.argv);
     if (!request.script) {
       std::string words;
       for (const auto& w : request.argv) words += (words.empty() ? "" : " ") + w;

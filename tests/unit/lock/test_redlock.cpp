@@ -927,6 +927,30 @@ TEST_CASE("a waiter joins the lock's queue while it waits and leaves it on every
   }
 }
 
+TEST_CASE("a waiter asks to be handed the lock only where no member fails over") {
+  // The flags of every acquire script a waiter sent ("TTL FENCE_TTL WAITER HEARTBEAT FLAGS").
+  auto waiter_flags = [](FakeNetwork& net) {
+    std::vector<std::string> flags;
+    for (std::size_t k = 0; k < net.servers[0].log.size(); ++k) {
+      if (net.servers[0].log[k] != "acquire") continue;
+      const std::string& words = net.servers[0].argvs[k].at(5);
+      if (std::count(words.begin(), words.end(), ' ') >= 3) flags.push_back(words.substr(words.rfind(' ') + 1));
+    }
+    return flags;
+  };
+  for (const bool sentinel : {false, true}) {
+    CAPTURE(sentinel);
+    FakeNetwork net(3);
+    net.servers[2].sentinel = sentinel;
+    held_by_redlock(net, 20s);
+    Redlock lock(net);
+    CHECK(lock.acquire(spec(), wait_for(net, 1s)).outcome == AcquireOutcome::TimedOut);
+    const auto flags = waiter_flags(net);
+    REQUIRE(!flags.empty());
+    for (const auto& f : flags) CHECK((f.find('g') != std::string::npos) == !sentinel);
+  }
+}
+
 TEST_CASE("a waiter keeps its place where an attempt without a quorum takes the lock") {
   // A release that reached one server alone (another client holds the lock on the four others, a
   // quorum) names the waiter there: each of its attempts takes that server alone and gives it back.
