@@ -618,6 +618,10 @@ AcquireResult Redlock::attempt(const LockSpec& spec) {
       },
       kNever);
   if (tally.won()) settle(round);
+  // A waiter that lost is going to sleep: it waits for the answers still out (up to --timeout)
+  // rather than send each of those servers a release in case the attempt took the lock there.
+  if (!tally.won() && !spec.waiter.empty())
+    network_.run_until([&] { return round.complete(); }, round.started() + timeout_);
   round.abandon();
 
   AcquireResult res;
@@ -854,15 +858,15 @@ class QueuePlace {
   QueuePlace& operator=(const QueuePlace&) = delete;
 
   void note(const AcquireResult& res) {
-    // An answer not waited for (or lost) may be a busy one that joined: after a failed attempt,
-    // assume it did. After the winning one, a minority that found the lock busy is left to lapse.
-    const bool won = res.outcome == AcquireOutcome::Acquired;
+    // An answer not waited for (or lost) may be a busy one that joined, won or not: a place left
+    // there would be named by the next release there, and handed the lock, long after this
+    // waiter is gone.
     for (std::size_t i = 0; i < queued_.size() && i < res.servers.size(); ++i) {
       const Answer a = res.servers[i].result;
       if (a == Answer::Locked || a == Answer::Reacquired) {
         // A taken server keeps the place until the acquire ends: left then.
-        queued_[i] = i < res.kept_place.size() && res.kept_place[i];
-      } else if (a == Answer::Busy || (!won && (a == Answer::NotWaitedFor || a == Answer::Failed))) {
+        queued_[i] = queued_[i] || (i < res.kept_place.size() && res.kept_place[i]);
+      } else {
         queued_[i] = true;
       }
     }
@@ -983,7 +987,26 @@ AcquireResult Redlock::acquire(const LockSpec& spec, const WaitOptions& wait) {
         writer_queued = writer_queued || r.writer_queued;
         return r;
       },
-      spec.keys.reader, place ? &place->waiter() : nullptr);
+      spec.keys.reader, place ? &place->waiter() : nullptr,
+      place ? std::function<bool()>([&] { return held_by_others(queued); }) : std::function<bool()>());
+}
+
+bool Redlock::held_by_others(const LockSpec& spec) {
+  Round round(network_, [&](std::size_t) { return Request::command({"GET", spec.keys.lock}); });
+  auto classify = [&](const Result& r) {
+    if (!r.ok() || r.reply.is_error()) return Vote::Kind::Failed;
+    const bool other = r.reply.type == Reply::Type::String && r.reply.str != spec.token;
+    return other ? Vote::Kind::Yes : Vote::Kind::No;
+  };
+  Tally tally;
+  network_.run_until(
+      [&] {
+        tally = count(round.results(), classify);
+        return tally.decided();
+      },
+      kNever);
+  round.abandon();
+  return tally.won();
 }
 
 bool Redlock::takes_grants() const {
@@ -1018,10 +1041,12 @@ void Redlock::withdraw(const LockKeys& keys, const std::string& token) {
 }
 
 AcquireResult Redlock::acquire_with(const std::string& channel, Duration ttl, const WaitOptions& wait,
-                                    const Attempt& attempt, bool many_holders, const QueuedWaiter* queued) {
+                                    const Attempt& attempt, bool many_holders, const QueuedWaiter* queued,
+                                    const std::function<bool()>& held_by_others) {
   const TimePoint begin = network_.now();
   Wakeups wakeups(network_, channel, ttl, wait.retry_delay, seed_++, begin, wait.deadline);
   wakeups.set_many_holders(many_holders);
+  if (queued) wakeups.set_waiter_id(queued->id);
   auto interrupted = [&] { return wait.interrupted && wait.interrupted(); };
   for (int attempts = 1;; ++attempts) {
     const auto granted = wakeups.take_grant();
@@ -1043,9 +1068,11 @@ AcquireResult Redlock::acquire_with(const std::string& channel, Duration ttl, co
       // could not (an ACL without the queue's commands) names nobody, and wakes everyone.
       if (queued && res.busy_answers > 0 && res.queued == res.busy_answers) wakeups.set_queued(*queued);
       // Subscribe, then try once more at once: a release between our first attempt and the
-      // subscription would otherwise go unheard.
+      // subscription would otherwise go unheard. Unless a read shows the lock still held by
+      // others on a quorum: then nothing was released unheard that this waiter could take.
       wakeups.subscribe(network_.now() + timeout_, interrupted);
-      continue;
+      if (!held_by_others || !held_by_others()) continue;
+      now = network_.now();
     }
     // No quorum is retried like a split vote: a jittered retry delay, not the slow poll.
     const bool split_vote = res.tally.yes > 0 || short_of_quorum;

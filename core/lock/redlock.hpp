@@ -309,8 +309,11 @@ class Redlock {
   // ATTEMPT is given the waiters named by a release that handed the lock to this waiter (it first),
   // or nullptr.
   using Attempt = std::function<AcquireResult(const std::vector<std::string>* granted)>;
+  // HELD_BY_OTHERS, when given, reads whether others hold the lock on a quorum (no script): the
+  // attempt right after subscribing is skipped when they do.
   AcquireResult acquire_with(const std::string& channel, Duration ttl, const WaitOptions& wait, const Attempt& attempt,
-                             bool many_holders = false, const QueuedWaiter* queued = nullptr);
+                             bool many_holders = false, const QueuedWaiter* queued = nullptr,
+                             const std::function<bool()>& held_by_others = {});
   // Extends where the lock holds TOKEN and, with a quorum, puts it back where it is missing (see
   // ExtendRound::heal), waiting up to --timeout for those answers.
   ExtendResult extend(const LockKeys& keys, const std::string& token, Duration ttl, double drift, const Heal& heal = {},
@@ -336,6 +339,8 @@ class Redlock {
   struct Votes;
   // Whether a waiter may be handed the lock by a release (see grant.hpp): no member fails over.
   bool takes_grants() const;
+  // Whether a quorum of servers hold the lock for a token other than SPEC's (plain GETs).
+  bool held_by_others(const LockSpec& spec);
   // One acquire round: the votes, then the lock (fenced) or what stood in the way.
   AcquireResult attempt(const LockSpec& spec);
   // A release handed the lock to this waiter, and named NAMED (this one first): takes it (see

@@ -67,11 +67,14 @@ struct Wakeups::State {
   std::optional<WakeEvent> released;
   bool retracted = false;
   // A release that named this waiter first handed it the lock: the waiters it named, and the
-  // servers that said so. The waiter reads the lock back once a quorum of them did, or a moment
-  // after the first (the releases of the others may have been lost).
+  // servers that said so. The waiter reads the lock back once every server did, or a moment after
+  // the first (the release may not reach them all): a server read before its release came would
+  // be left with the hand-over's short expiry.
   std::optional<std::vector<std::string>> granted;
   std::set<std::size_t> granted_by;
-  std::size_t quorum = 1;
+  std::size_t servers = 1;
+  std::string id;                   // this waiter's id in the lock's queue, whichever channel it listens on
+  std::set<std::size_t> confirmed;  // the servers whose subscription was confirmed at least once
   bool many_holders = false;
   std::optional<QueuedWaiter> queued;
   TimePoint heartbeat_due = kNever;
@@ -83,7 +86,7 @@ struct Wakeups::State {
     TimePoint planned = next;
     switch (e.kind) {
       case WakeEvent::Kind::Released:
-        if (e.granted && queued && !e.named.empty() && e.named.front() == queued->id) granted_by.insert(server);
+        if (handed_to_us(e)) granted_by.insert(server);
         released = e;
         planned = on_released(e, t, planned);
         break;
@@ -92,13 +95,18 @@ struct Wakeups::State {
         planned = plan.on_retracted(t, planned);
         break;
       case WakeEvent::Kind::Acquired:
-        if (many_holders) break;
+        // Published by the release that handed this waiter the lock, when it listens on the lock's
+        // channel (it could not queue everywhere): the acquisition is its own to make.
+        if (many_holders || granted) break;
         released.reset();
         planned = plan.on_acquired(t, ttl, reliable);
         break;
       case WakeEvent::Kind::Subscribed:
-        // A subscription came back after a break: a release may have gone unheard.
-        if (settled) planned = plan.on_released(t, planned, 1, t - begin);
+        // A subscription came back after a break: a release may have gone unheard. A server's first
+        // confirmation, late after the wait settled on enough of the others, is no such news: a
+        // release on a quorum reached a server whose subscription was confirmed.
+        if (const bool again = !confirmed.insert(server).second; settled && again)
+          planned = plan.on_released(t, planned, 1, t - begin);
         break;
       case WakeEvent::Kind::Other:
         break;
@@ -108,17 +116,22 @@ struct Wakeups::State {
     next = std::min(planned, deadline);
   }
 
+  // Whether E is a release that handed the lock to this waiter (named first), on whichever channel.
+  bool handed_to_us(const WakeEvent& e) const {
+    return e.granted && !id.empty() && !e.named.empty() && e.named.front() == id;
+  }
+
   // A release that names waiters wakes a queued waiter as its place says; one that names none (or
   // a semaphore's, where another slot may be free) wakes everyone, spread out.
   TimePoint on_released(const WakeEvent& e, TimePoint t, TimePoint planned) {
+    if (handed_to_us(e)) {
+      granted = e.named;
+      return granted_by.size() < servers ? std::min(planned, t + plan.slot()) : t;
+    }
     if (!queued || many_holders || e.named.empty()) return plan.on_released(t, planned, e.waiters, t - begin);
     const auto at = std::find(e.named.begin(), e.named.end(), queued->id);
     std::optional<std::size_t> place;
     if (at != e.named.end()) place = static_cast<std::size_t>(at - e.named.begin());
-    if (place == 0 && e.granted) {
-      granted = e.named;
-      if (granted_by.size() < quorum) return std::min(planned, t + plan.slot());
-    }
     return plan.on_named(t, planned, place, queued->heartbeat, e.waiters, t - begin,
                          e.granted.value_or(Duration::zero()));
   }
@@ -130,7 +143,7 @@ Wakeups::Wakeups(Network& network, std::string channel, Duration ttl, Duration r
   state_->begin = begin;
   state_->deadline = deadline;
   state_->ttl = ttl;
-  state_->quorum = quorum_size(network.size());
+  state_->servers = network.size();
 }
 
 Wakeups::~Wakeups() {
@@ -150,6 +163,11 @@ void Wakeups::set_many_holders(bool many) {
 
 void Wakeups::set_queued(const QueuedWaiter& waiter) {
   state_->queued = waiter;
+  state_->id = waiter.id;
+}
+
+void Wakeups::set_waiter_id(const std::string& id) {
+  state_->id = id;
 }
 
 void Wakeups::forget_heard() {

@@ -65,6 +65,9 @@ class Wakeups {
   // it are heard, and its heartbeat is refreshed while it sleeps. If the two waiters a release
   // names both died without taking the lock, the others try at their fallback poll.
   void set_queued(const QueuedWaiter& waiter);
+  // The id under which this waiter joined the lock's queue where it could, when it listens on the
+  // lock's channel all the same: a release that hands it the lock is still its own to take.
+  void set_waiter_id(const std::string& id);
   // Before each attempt: what was heard during the last one is forgotten.
   void forget_heard();
   // The lock a release handed this waiter (see release.lua), once: the waiters that release named

@@ -460,10 +460,11 @@ class LeastPrivilege(unittest.TestCase):
         queue, channel = "{locks:job}:redlock:waiters", "{locks:job}:redlock:wake"
         holder = self.rl("acquire", "job", "--ttl", "30s")
         self.check(holder, 0, "acquire")
+        # Closed when the step ends: a listener left on the lock's channel would make a later
+        # step's waiter look subscribed (the rule's parts are each tried in turn, in one test).
         heard = []
         for s in self.servers:
             c = s.client()
-            self.addCleanup(c.close)
             c.call("SUBSCRIBE", channel)
             heard.append(c)
         waiter = spawn(["--prefix", "locks:", "--timeout", "1s", "acquire", "job", "-w", "30s", "--retry-delay", "10s"],
@@ -498,6 +499,8 @@ class LeastPrivilege(unittest.TestCase):
             out, err = waiter.communicate(timeout=15)
         finally:
             stop(waiter)
+            for c in heard:
+                c.close()
         if waiter.returncode != 0:
             raise AssertionError("acquire -w: exit %s: %s" % (waiter.returncode, err))
         # Its leaving, sent without waiting (well within the queue's own expiry, 3 s after its last

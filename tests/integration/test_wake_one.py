@@ -32,7 +32,7 @@ class WakeOne(ClusterTest):
 
     def waiters(self, n, *extra):
         """N waiters, started one after another so that they queue in that order; each asleep (its
-        two attempts made, subscribed everywhere) before the next starts."""
+        attempt made, subscribed everywhere, the lock read once more) before the next starts."""
         self.reset_stats()
         procs = []
         for i in range(n):
@@ -41,9 +41,9 @@ class WakeOne(ClusterTest):
             self.addCleanup(lambda p=p: (p.poll() is None and p.kill(), p.wait()))
             procs.append(p)
             wait_for(lambda: self.queued() == i + 1 and self.subscribed() == i + 1 and
-                     min(self.attempts()) >= 2 * (i + 1), timeout=10,
+                     min(self.attempts()) >= i + 1, timeout=10,
                      what="waiter %d to queue, subscribe and make its attempts" % i)
-            time.sleep(0.1)  # its attempt on the subscriptions confirmed after the wait for a quorum of them
+            time.sleep(0.2)  # its read of the lock once subscribed, and any attempt that read calls for
         # Asleep: no attempt for 1.5 s (the slow fallback poll is 20 s away; a subscription that did
         # not answer within a second, on a loaded machine, is made again a second later, and its
         # confirmation brings an attempt, in case a release went unheard meanwhile).
@@ -117,14 +117,17 @@ class WakeOne(ClusterTest):
         # Taken without a script: on a quorum of servers, the release was the only script call.
         attempts = self.attempts()
         self.assertGreaterEqual(sum(1 for a in attempts if a == 1), 3, self.stats())
-        # Every server holds the waiter's token for its own TTL, not the hand-over's 1.5 s, with its
-        # owner record, and a fence one above the last.
+        # Every server holds the waiter's token, with a fence one above the last; a quorum at least
+        # for its own TTL, not the hand-over's 1.5 s, with its owner record (a server whose release
+        # came after the waiter's read keeps the short expiry, until a renewal).
         self.assertEqual(self.cluster.values("job"), [handed.encode()] * 5)
+        extended = 0
         for s, fence in zip(self.cluster.servers, fences):
             with s.client() as c:
-                self.assertGreater(c.call("PTTL", "job"), 15000)
-                self.assertGreater(c.call("PTTL", "{job}:redlock:owner"), 15000)
+                if c.call("PTTL", "job") > 15000 and c.call("PTTL", "{job}:redlock:owner") > 15000:
+                    extended += 1
                 self.assertEqual(int(c.call("GET", "{job}:redlock:fence")), int(fence) + 1)
+        self.assertGreaterEqual(extended, 3)
         # Its record is gone with the hand-over; the two others still wait for theirs.
         for s in self.cluster.servers:
             with s.client() as c:

@@ -87,8 +87,13 @@ local function queue(join)
     -- counts every attempt as a heartbeat, and one granted here at every try of a long split would
     -- otherwise lapse and lose its place.
     -- Its heartbeat lives where its place does (joined and left together): PEXPIRE finds it.
+    -- The grant record stays with the place: should this attempt fall short of a quorum and give
+    -- the lock back here, the next release here hands it over. The waiter deletes both when its
+    -- acquire ends, before its own release can reach this server.
     local kept = redis.pcall('PEXPIRE', alive, heartbeat) == 1
-    redis.pcall('DEL', prefix .. 'grant:' .. waiter)
+    if kept and wants_grant then
+      redis.pcall('SET', prefix .. 'grant:' .. waiter, grant_record(), 'PX', heartbeat)
+    end
     local next = redis.pcall('ZRANGE', waiters, 0, 2)
     if type(next) == 'table' and not next.err then
       local told = 0

@@ -79,25 +79,36 @@ if ARGV[3] == '1' then
 elseif kind == 'string' and redis.call('GET', KEYS[1]) == ARGV[1] then
   deleted = redis.call('DEL', KEYS[1])
 end
+-- Names the first live waiters (and hands the lock to the first, after a release) once the lock is
+-- gone here. FREE: it was not here to begin with (this server missed the holder's acquisition, or
+-- lost it): a release hands it over all the same, so that the next holder holds every server the
+-- release reached and newcomers find none free to split the vote on; a retraction says nothing.
+local function wake(free)
+  local named = live_waiters(ARGV[2], 2)
+  local granted = ARGV[4] == 'released' and named[1] and grant(string.sub(ARGV[2], 1, -5), named[1])
+  if free and not granted then
+    return
+  end
+  local message = ARGV[4] .. ' ' .. redis.call('PUBSUB', 'NUMSUB', ARGV[2])[2]
+  for _, id in ipairs(named) do
+    message = message .. ' ' .. id
+  end
+  if granted then
+    message = message .. ' granted:' .. granted
+  end
+  redis.call('PUBLISH', ARGV[2], message)
+  for _, id in ipairs(named) do
+    redis.pcall('PUBLISH', ARGV[2] .. ':' .. id, message)
+  end
+  if granted then
+    redis.call('PUBLISH', ARGV[2], 'acquired')
+  end
+end
+
 if deleted == 1 then
   redis.call('DEL', KEYS[2])
-  if ARGV[2] ~= '' then
-    local named = live_waiters(ARGV[2], 2)
-    local message = ARGV[4] .. ' ' .. redis.call('PUBSUB', 'NUMSUB', ARGV[2])[2]
-    for _, id in ipairs(named) do
-      message = message .. ' ' .. id
-    end
-    local granted = ARGV[4] == 'released' and named[1] and grant(string.sub(ARGV[2], 1, -5), named[1])
-    if granted then
-      message = message .. ' granted:' .. granted
-    end
-    redis.call('PUBLISH', ARGV[2], message)
-    for _, id in ipairs(named) do
-      redis.pcall('PUBLISH', ARGV[2] .. ':' .. id, message)
-    end
-    if granted then
-      redis.call('PUBLISH', ARGV[2], 'acquired')
-    end
-  end
+end
+if ARGV[2] ~= '' and (deleted == 1 or kind == 'none') then
+  wake(deleted == 0)
 end
 return deleted
