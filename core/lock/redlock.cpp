@@ -148,6 +148,19 @@ void announce_taken(Network& network, const LockKeys& keys, const std::vector<st
   }
 }
 
+// Runs the event loop until the answers of ROUND, read by CLASSIFY, decide the quorum (or DEADLINE).
+template <typename Classify>
+Tally run_until_decided(Network& network, const Round& round, Classify classify, TimePoint deadline) {
+  Tally tally;
+  network.run_until(
+      [&] {
+        tally = count(round.results(), classify);
+        return tally.decided();
+      },
+      deadline);
+  return tally;
+}
+
 // The integer answer of a script that returns 0 or 1 (extend, release).
 Vote::Kind classify_flag(const Result& r) {
   if (!r.ok()) return Vote::Kind::Failed;
@@ -503,13 +516,7 @@ std::optional<std::int64_t> Redlock::write_fence(const LockSpec& spec, std::int6
     auto v = r.reply.as_integer();
     return v && *v == fence ? Vote::Kind::Yes : Vote::Kind::No;
   };
-  Tally fenced;
-  network_.run_until(
-      [&] {
-        fenced = count(fencing.results(), confirms);
-        return fenced.decided();
-      },
-      valid_until);
+  const Tally fenced = run_until_decided(network_, fencing, confirms, valid_until);
   fencing.abandon();
   for (const auto& r : fencing.results()) {
     if (r && r->failure == Failure::Duplicate) duplicate = r->error;
@@ -610,13 +617,7 @@ struct Redlock::Votes {
 AcquireResult Redlock::attempt(const LockSpec& spec) {
   const std::string owner = owner_record(spec.owner, spec.ttl);
   Round round(network_, [&](std::size_t) { return acquire_request(spec, owner); });
-  Tally tally;
-  network_.run_until(
-      [&] {
-        tally = count(round.results(), classify_acquire);
-        return tally.decided();
-      },
-      kNever);
+  const Tally tally = run_until_decided(network_, round, classify_acquire, kNever);
   if (tally.won()) settle(round);
   // A waiter that lost is going to sleep: it waits for the answers still out (up to --timeout)
   // rather than send each of those servers a release in case the attempt took the lock there.
@@ -998,13 +999,7 @@ bool Redlock::held_by_others(const LockSpec& spec) {
     const bool other = r.reply.type == Reply::Type::String && r.reply.str != spec.token;
     return other ? Vote::Kind::Yes : Vote::Kind::No;
   };
-  Tally tally;
-  network_.run_until(
-      [&] {
-        tally = count(round.results(), classify);
-        return tally.decided();
-      },
-      kNever);
+  const Tally tally = run_until_decided(network_, round, classify, kNever);
   round.abandon();
   return tally.won();
 }
