@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include "core/util/error.hpp"
+#include "environment.hpp"
 #include "output.hpp"
 
 namespace redlock::cli {
@@ -11,7 +12,7 @@ namespace redlock::cli {
 namespace {
 
 std::string env_text(const char* name) {
-  const char* v = std::getenv(name);
+  const char* v = environment_variable(name);
   return v ? v : "";
 }
 

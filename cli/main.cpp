@@ -19,6 +19,7 @@
 #include "core/lock/faults.hpp"
 #include "core/util/error.hpp"
 #include "core/util/setting.hpp"
+#include "environment.hpp"
 #include "exit_codes.hpp"
 #include "help.hpp"
 
@@ -361,7 +362,7 @@ Named name_variables(std::string message, const CLI::App& app, const GlobalOptio
   }
   for (const CLI::Option* o : options) {
     const std::string& variable = o->get_envname();
-    const char* value = variable.empty() ? nullptr : std::getenv(variable.c_str());
+    const char* value = variable.empty() ? nullptr : environment_variable(variable);
     if (value == nullptr || o->get_lnames().empty()) continue;
     bool given = false;
     for (const auto& n : o->get_lnames()) given = given || given_on_command_line(global, {"--" + n});
@@ -492,7 +493,7 @@ void fill_standard_descriptors() {
 
 int main(int argc, char** argv) {
   redlock::name_settings(flag_name);
-  if (const char* chosen = std::getenv("REDLOCK_FAULT")) redlock::faults::choose(chosen);
+  if (const char* chosen = environment_variable("REDLOCK_FAULT")) redlock::faults::choose(chosen);
   fill_standard_descriptors();
   GlobalOptions global;
   Action action;

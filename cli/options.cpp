@@ -14,6 +14,7 @@
 #include "core/util/error.hpp"
 #include "core/util/fd.hpp"
 #include "enclosing.hpp"
+#include "environment.hpp"
 #include "option_table.hpp"
 #include "output.hpp"
 #include "servers.hpp"
@@ -173,13 +174,13 @@ bool global_flag_set(const std::vector<std::string>& words, std::string_view lon
     if (a.starts_with(long_name) && a.size() > long_name.size() && a[long_name.size()] == '=')
       return flag_value(std::string(a.substr(long_name.size() + 1)));
   }
-  const char* env = row && !row->env.empty() ? std::getenv(std::string(row->env).c_str()) : nullptr;
+  const char* env = row && !row->env.empty() ? environment_variable(row->env) : nullptr;
   return env && *env && flag_value(env);
 }
 
 bool option_wanted(const GlobalOptions& global, std::string_view flags, std::string_view env) {
   if (global.only_named == nullptr) return true;
-  if (!env.empty() && std::getenv(std::string(env).c_str()) != nullptr) return true;
+  if (!env.empty() && environment_variable(env) != nullptr) return true;
   bool named = false;
   for_each_flag(flags, [&](std::string_view flag) {
     for (std::string_view w : *global.only_named) {
@@ -319,7 +320,7 @@ std::string read_token_file(const std::string& path) {
 }
 
 std::optional<std::string> env(const char* name) {
-  const char* v = std::getenv(name);
+  const char* v = environment_variable(name);
   if (!v) return std::nullopt;
   return std::string(v);
 }

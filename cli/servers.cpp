@@ -13,6 +13,7 @@
 #include <map>
 
 #include "core/util/error.hpp"
+#include "environment.hpp"
 #include "output.hpp"
 
 namespace redlock::cli {
@@ -20,7 +21,7 @@ namespace redlock::cli {
 namespace {
 
 std::optional<std::string> env(std::string_view name) {
-  const char* v = std::getenv(std::string(name).c_str());
+  const char* v = environment_variable(name);
   if (!v) return std::nullopt;
   return std::string(v);
 }
@@ -265,7 +266,7 @@ namespace {
 std::string origin(const GlobalOptions& o, std::initializer_list<std::string_view> flags, const char* variable) {
   if (given_on_command_line(o, flags)) return "the command line";
   if (o.config.applied.count(variable)) return "the configuration file " + o.config.where(variable);
-  if (std::getenv(variable)) return std::string("the environment (") + variable + ")";
+  if (environment_variable(variable)) return std::string("the environment (") + variable + ")";
   return "the default";
 }
 
