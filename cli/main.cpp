@@ -199,13 +199,24 @@ void add_commands(CLI::App& app, const GlobalOptions& global, Action& action, co
   for (CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) sub->group("Commands");
 }
 
+// An app without the -h/--help flag that CLI11's public constructor always adds (and each
+// subcommand added then copies): building one costs as much as any other option.
+class AppWithoutHelp : public CLI::App {
+ public:
+  AppWithoutHelp(std::string description, std::string name)
+      : CLI::App(std::move(description), std::move(name), nullptr) {}
+};
+
 // The app for the command WORD names (see add_commands), with the global options; of those and
-// the command's, only the ones GLOBAL wants (see option_wanted).
+// the command's, only the ones GLOBAL wants (see option_wanted). -h/--help and -V/--version are
+// options like the others: built when a word may name them, or when everything is.
 std::unique_ptr<CLI::App> make_app(GlobalOptions& global, Action& action, const std::string* word) {
-  auto app = std::make_unique<CLI::App>(
+  std::unique_ptr<CLI::App> app = std::make_unique<AppWithoutHelp>(
       "redlock: a distributed lock for shell scripts, over N independent Redis masters", "redlock");
+  // The words and place of CLI11's own: the first option.
+  if (option_wanted(global, "-h,--help", {})) app->set_help_flag("-h,--help", "Print this help message and exit");
   use_redlock_help(*app);
-  app->set_version_flag("-V,--version", "redlock " REDLOCK_VERSION);
+  if (option_wanted(global, "-V,--version", {})) app->set_version_flag("-V,--version", "redlock " REDLOCK_VERSION);
   app->require_subcommand(1, 1);
   app->fallthrough();
   setup_global_options(*app, global);
