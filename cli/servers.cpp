@@ -189,7 +189,9 @@ Credentials resolve_credentials(const GlobalOptions& options) {
   if (!options.user.empty()) c.user = options.user;
   for (auto& s : c.servers) {
     const auto& by_address = inherited_passwords().by_address;
-    if (auto it = by_address.find(s.address()); !s.password && it != by_address.end()) s.password = it->second;
+    // An address is written out only where an enclosing run handed passwords on.
+    const auto it = s.password || by_address.empty() ? by_address.end() : by_address.find(s.address());
+    if (it != by_address.end()) s.password = it->second;
     if (s.sentinel_password_file)
       s.sentinel_password = read_password_file(*s.sentinel_password_file, "sentinel_password_file");
   }
