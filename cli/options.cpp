@@ -4,7 +4,6 @@
 #include <pwd.h>
 #include <unistd.h>
 
-#include <CLI/CLI.hpp>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -120,15 +119,6 @@ const OptionRow<G> kGlobalOptions[] = {
      .to_child = true},
 };
 
-// A flag's value read as CLI11 reads it ("1", "true", "on", "yes"; "0", "false", "off", "no").
-bool flag_value(const std::string& text) {
-  try {
-    return CLI::detail::to_flag_value(text) > 0;
-  } catch (const std::exception&) {
-    return false;
-  }
-}
-
 // WORD is FLAG, or FLAG with its value attached: "--timeout=1s", "-S1.2.3.4:5" (a short option
 // that takes a value), "--json=true" (a long flag; short flags are read as clusters).
 bool names_option(std::string_view word, std::string_view flag, bool takes_value) {
@@ -192,29 +182,6 @@ bool option_wanted(const GlobalOptions& global, std::string_view flags, std::str
     }
   });
   return named;
-}
-
-void setup_global_options(CLI::App& app, GlobalOptions& o) {
-  add_option_rows(app, o, global_options(), o);
-  app.footer(
-      "Every Env: variable (and REDLOCK_SERVERS, REDLOCK_PASSWORD) may also be set in the configuration file, "
-      "below the environment: $REDLOCK_CONFIG, else $XDG_CONFIG_HOME/redlock/config (~/.config/redlock/config), "
-      "else /etc/redlock/config. See redlock(1).");
-}
-
-std::set<std::string> option_variables(const CLI::App& app) {
-  std::set<std::string> out{std::string(kPasswordVariable)};
-  for (const auto& row : kGlobalOptions) {
-    if (row.env_by_hand) out.emplace(row.env);
-  }
-  for (const CLI::Option* option : app.get_options()) {
-    if (!option->get_envname().empty()) out.insert(option->get_envname());
-  }
-  for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
-    auto more = option_variables(*sub);
-    out.insert(more.begin(), more.end());
-  }
-  return out;
 }
 
 void child_settings(const GlobalOptions& options, std::vector<std::pair<std::string, std::string>>& set,
