@@ -16,6 +16,7 @@
 #include "core/util/duration.hpp"
 #include "core/util/error.hpp"
 #include "enclosing.hpp"
+#include "environment.hpp"
 #include "exit_codes.hpp"
 #include "option_table.hpp"
 #include "signals.hpp"
@@ -139,7 +140,7 @@ void plan_token(AcquirePlan& plan, const std::string& token, const GlobalOptions
     plan.enclosing_fence = same->fence;
     return;
   }
-  const char* shared = std::getenv("REDLOCK_TOKEN");
+  const char* shared = environment_variable("REDLOCK_TOKEN");
   if (token.empty() && shared && *shared && faults::enabled(faults::Fault::InheritAnyToken))
     return plan_token(plan, shared, global);
   if (!token.empty()) {

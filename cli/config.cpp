@@ -12,6 +12,7 @@
 #include "core/util/env_file.hpp"
 #include "core/util/error.hpp"
 #include "core/util/fd.hpp"
+#include "environment.hpp"
 
 namespace redlock::cli {
 
@@ -20,7 +21,7 @@ namespace {
 constexpr std::size_t kMaxSize = 1 << 20;
 
 std::string nonempty_env(const char* name) {
-  const char* v = std::getenv(name);
+  const char* v = environment_variable(name);
   return v ? v : "";
 }
 
@@ -99,8 +100,8 @@ ConfigFile load_config_file(const std::function<bool(const std::string&)>& known
   for (const auto& s : settings) {
     if (s.name == "REDLOCK_PASSWORD") {
       config.password = s.value;
-    } else if (!std::getenv(s.name.c_str()) || config.applied.count(s.name)) {
-      ::setenv(s.name.c_str(), s.value.c_str(), 1);
+    } else if (!environment_variable(s.name) || config.applied.count(s.name)) {
+      set_environment_variable(s.name, s.value);
       config.applied.insert(s.name);
     }
   }

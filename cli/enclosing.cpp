@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include "core/util/error.hpp"
+#include "environment.hpp"
 #include "output.hpp"
 
 namespace redlock::cli {
@@ -11,7 +12,7 @@ namespace redlock::cli {
 namespace {
 
 std::string env_text(const char* name) {
-  const char* v = std::getenv(name);
+  const char* v = environment_variable(name);
   return v ? v : "";
 }
 
@@ -36,7 +37,11 @@ std::string signature_of_list(const std::string& list) {
 // The runs around this one, as their child was told (a malformed value names none).
 std::vector<EnclosingLock> outer_locks() {
   std::vector<EnclosingLock> locks;
-  Json list = Json::parse(env_text("REDLOCK_ENCLOSING"), nullptr, false);
+  // Outside any run there is nothing to parse, and a parse of nothing builds its error message
+  // even when no exception is thrown.
+  const std::string text = env_text("REDLOCK_ENCLOSING");
+  if (text.empty()) return locks;
+  Json list = Json::parse(text, nullptr, false);
   if (!list.is_array()) return locks;
   for (const auto& j : list) {
     if (!j.is_object() || !j.value("key", Json()).is_string() || !j.value("token", Json()).is_string()) continue;

@@ -3,11 +3,6 @@
 #pragma once
 
 #include <string>
-#include <vector>
-
-namespace CLI {
-class App;
-}
 
 namespace redlock::cli {
 
@@ -15,8 +10,9 @@ namespace redlock::cli {
 std::string command_list();
 bool is_command(const std::string& word);
 
-// Makes APP's help, and that of the subcommands added to it afterwards, show the synopses and
-// the global options. Call before adding them.
-void use_redlock_help(CLI::App& app);
+// The "Usage:" lines of COMMAND's help, its synopses as the contract writes them; of every
+// command's (and "redlock help [COMMAND]") when COMMAND is empty. CLI11's formatter that shows them
+// is use_redlock_help (option_table.hpp).
+std::string usage_text(const std::string& command);
 
 }  // namespace redlock::cli

@@ -19,6 +19,7 @@
 #include "core/lock/faults.hpp"
 #include "core/util/error.hpp"
 #include "core/util/setting.hpp"
+#include "environment.hpp"
 #include "exit_codes.hpp"
 #include "help.hpp"
 
@@ -198,13 +199,24 @@ void add_commands(CLI::App& app, const GlobalOptions& global, Action& action, co
   for (CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) sub->group("Commands");
 }
 
+// An app without the -h/--help flag that CLI11's public constructor always adds (and each
+// subcommand added then copies): building one costs as much as any other option.
+class AppWithoutHelp : public CLI::App {
+ public:
+  AppWithoutHelp(std::string description, std::string name)
+      : CLI::App(std::move(description), std::move(name), nullptr) {}
+};
+
 // The app for the command WORD names (see add_commands), with the global options; of those and
-// the command's, only the ones GLOBAL wants (see option_wanted).
+// the command's, only the ones GLOBAL wants (see option_wanted). -h/--help and -V/--version are
+// options like the others: built when a word may name them, or when everything is.
 std::unique_ptr<CLI::App> make_app(GlobalOptions& global, Action& action, const std::string* word) {
-  auto app = std::make_unique<CLI::App>(
+  std::unique_ptr<CLI::App> app = std::make_unique<AppWithoutHelp>(
       "redlock: a distributed lock for shell scripts, over N independent Redis masters", "redlock");
+  // The words and place of CLI11's own: the first option.
+  if (option_wanted(global, "-h,--help", {})) app->set_help_flag("-h,--help", "Print this help message and exit");
   use_redlock_help(*app);
-  app->set_version_flag("-V,--version", "redlock " REDLOCK_VERSION);
+  if (option_wanted(global, "-V,--version", {})) app->set_version_flag("-V,--version", "redlock " REDLOCK_VERSION);
   app->require_subcommand(1, 1);
   app->fallthrough();
   setup_global_options(*app, global);
@@ -361,7 +373,7 @@ Named name_variables(std::string message, const CLI::App& app, const GlobalOptio
   }
   for (const CLI::Option* o : options) {
     const std::string& variable = o->get_envname();
-    const char* value = variable.empty() ? nullptr : std::getenv(variable.c_str());
+    const char* value = variable.empty() ? nullptr : environment_variable(variable);
     if (value == nullptr || o->get_lnames().empty()) continue;
     bool given = false;
     for (const auto& n : o->get_lnames()) given = given || given_on_command_line(global, {"--" + n});
@@ -492,7 +504,7 @@ void fill_standard_descriptors() {
 
 int main(int argc, char** argv) {
   redlock::name_settings(flag_name);
-  if (const char* chosen = std::getenv("REDLOCK_FAULT")) redlock::faults::choose(chosen);
+  if (const char* chosen = environment_variable("REDLOCK_FAULT")) redlock::faults::choose(chosen);
   fill_standard_descriptors();
   GlobalOptions global;
   Action action;

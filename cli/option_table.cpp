@@ -5,8 +5,68 @@
 #include <type_traits>
 
 #include "core/lock/semaphore.hpp"
+#include "help.hpp"
 
 namespace redlock::cli {
+
+namespace {
+
+class Help : public CLI::Formatter {
+ public:
+  std::string make_usage(const CLI::App* app, std::string) const override {
+    return usage_text(app->get_parent() != nullptr ? app->get_name() : std::string());
+  }
+
+  // A command's help lists the global options too (they may come before or after the command),
+  // then the words on the configuration file.
+  std::string make_footer(const CLI::App* app) const override {
+    const CLI::App* top = app->get_parent();
+    if (top == nullptr) return CLI::Formatter::make_footer(app);
+    if (app->get_name() == "completion") return {};
+    auto globals = top->get_options([top](const CLI::Option* o) {
+      return o->nonpositional() && o != top->get_help_ptr() && o != top->get_version_ptr();
+    });
+    std::string group = make_group("Global options (before or after the command)", false, globals);
+    return group.substr(1) + "\n" + CLI::Formatter::make_footer(app);
+  }
+};
+
+}  // namespace
+
+void use_redlock_help(CLI::App& app) {
+  app.formatter(std::make_shared<Help>());
+}
+
+bool flag_value(const std::string& text) {
+  try {
+    return CLI::detail::to_flag_value(text) > 0;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+void setup_global_options(CLI::App& app, GlobalOptions& o) {
+  add_option_rows(app, o, global_options(), o);
+  app.footer(
+      "Every Env: variable (and REDLOCK_SERVERS, REDLOCK_PASSWORD) may also be set in the configuration file, "
+      "below the environment: $REDLOCK_CONFIG, else $XDG_CONFIG_HOME/redlock/config (~/.config/redlock/config), "
+      "else /etc/redlock/config. See redlock(1).");
+}
+
+std::set<std::string> option_variables(const CLI::App& app) {
+  std::set<std::string> out{std::string(kPasswordVariable)};
+  for (const auto& row : global_options()) {
+    if (row.env_by_hand) out.emplace(row.env);
+  }
+  for (const CLI::Option* option : app.get_options()) {
+    if (!option->get_envname().empty()) out.insert(option->get_envname());
+  }
+  for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
+    auto more = option_variables(*sub);
+    out.insert(more.begin(), more.end());
+  }
+  return out;
+}
 
 CLI::Option* add_option_row(CLI::App& app, const RowSpec& row, OptionValue value) {
   const std::string flags(row.flags);

@@ -1,11 +1,11 @@
 // Registers a table of OptionRow (options.hpp) with the parser: one option or flag per row, and a
-// subcommand's own words. CLI11 is included by option_table.cpp and by main.cpp, options.cpp and
-// help.cpp alone, not by the files of the subcommands: its header defines validators that every
-// file including it builds at start-up and destroys at exit, which cost every command more than
-// parsing its words.
+// subcommand's own words; and the rest that CLI11 is needed for, apart from main(). CLI11 is
+// included by option_table.cpp and main.cpp alone: its header defines validators that every file
+// including it builds at start-up and destroys at exit (5,000 instructions a file, each time).
 #pragma once
 
 #include <functional>
+#include <set>
 #include <span>
 #include <string>
 #include <string_view>
@@ -43,6 +43,20 @@ RowSpec row_spec(const OptionRow<Settings>& row) {
   return {row.flags,        row.env,        row.takes_value, row.type_name, row.help,
           row.show_default, row.repeatable, row.env_by_hand, row.check};
 }
+
+// Binds the global options (and their REDLOCK_* variables) to APP.
+void setup_global_options(CLI::App& app, GlobalOptions& options);
+// Every REDLOCK_* variable that an option of APP (and of its subcommands) reads, and those read
+// without CLI11 (REDLOCK_SERVERS, REDLOCK_PASSWORD): what a configuration file may set.
+std::set<std::string> option_variables(const CLI::App& app);
+
+// A flag's value read as CLI11 reads it ("1", "true", "on", "yes"; "0", "false", "off", "no"); false
+// for any other text.
+bool flag_value(const std::string& text);
+
+// Makes APP's help, and that of the subcommands added to it afterwards, show the synopses (help.hpp)
+// and the global options. Call before adding them.
+void use_redlock_help(CLI::App& app);
 
 // Adds the option of ROW to APP, its value going to VALUE.
 CLI::Option* add_option_row(CLI::App& app, const RowSpec& row, OptionValue value);

@@ -4,7 +4,6 @@
 #include <pwd.h>
 #include <unistd.h>
 
-#include <CLI/CLI.hpp>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -14,6 +13,7 @@
 #include "core/util/error.hpp"
 #include "core/util/fd.hpp"
 #include "enclosing.hpp"
+#include "environment.hpp"
 #include "option_table.hpp"
 #include "output.hpp"
 #include "servers.hpp"
@@ -119,15 +119,6 @@ const OptionRow<G> kGlobalOptions[] = {
      .to_child = true},
 };
 
-// A flag's value read as CLI11 reads it ("1", "true", "on", "yes"; "0", "false", "off", "no").
-bool flag_value(const std::string& text) {
-  try {
-    return CLI::detail::to_flag_value(text) > 0;
-  } catch (const std::exception&) {
-    return false;
-  }
-}
-
 // WORD is FLAG, or FLAG with its value attached: "--timeout=1s", "-S1.2.3.4:5" (a short option
 // that takes a value), "--json=true" (a long flag; short flags are read as clusters).
 bool names_option(std::string_view word, std::string_view flag, bool takes_value) {
@@ -173,13 +164,13 @@ bool global_flag_set(const std::vector<std::string>& words, std::string_view lon
     if (a.starts_with(long_name) && a.size() > long_name.size() && a[long_name.size()] == '=')
       return flag_value(std::string(a.substr(long_name.size() + 1)));
   }
-  const char* env = row && !row->env.empty() ? std::getenv(std::string(row->env).c_str()) : nullptr;
+  const char* env = row && !row->env.empty() ? environment_variable(row->env) : nullptr;
   return env && *env && flag_value(env);
 }
 
 bool option_wanted(const GlobalOptions& global, std::string_view flags, std::string_view env) {
   if (global.only_named == nullptr) return true;
-  if (!env.empty() && std::getenv(std::string(env).c_str()) != nullptr) return true;
+  if (!env.empty() && environment_variable(env) != nullptr) return true;
   bool named = false;
   for_each_flag(flags, [&](std::string_view flag) {
     for (std::string_view w : *global.only_named) {
@@ -191,29 +182,6 @@ bool option_wanted(const GlobalOptions& global, std::string_view flags, std::str
     }
   });
   return named;
-}
-
-void setup_global_options(CLI::App& app, GlobalOptions& o) {
-  add_option_rows(app, o, global_options(), o);
-  app.footer(
-      "Every Env: variable (and REDLOCK_SERVERS, REDLOCK_PASSWORD) may also be set in the configuration file, "
-      "below the environment: $REDLOCK_CONFIG, else $XDG_CONFIG_HOME/redlock/config (~/.config/redlock/config), "
-      "else /etc/redlock/config. See redlock(1).");
-}
-
-std::set<std::string> option_variables(const CLI::App& app) {
-  std::set<std::string> out{std::string(kPasswordVariable)};
-  for (const auto& row : kGlobalOptions) {
-    if (row.env_by_hand) out.emplace(row.env);
-  }
-  for (const CLI::Option* option : app.get_options()) {
-    if (!option->get_envname().empty()) out.insert(option->get_envname());
-  }
-  for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
-    auto more = option_variables(*sub);
-    out.insert(more.begin(), more.end());
-  }
-  return out;
 }
 
 void child_settings(const GlobalOptions& options, std::vector<std::pair<std::string, std::string>>& set,
@@ -320,7 +288,7 @@ std::string read_token_file(const std::string& path) {
 }
 
 std::optional<std::string> env(const char* name) {
-  const char* v = std::getenv(name);
+  const char* v = environment_variable(name);
   if (!v) return std::nullopt;
   return std::string(v);
 }

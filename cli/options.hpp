@@ -107,11 +107,6 @@ void for_each_flag(std::string_view flags, Fn fn) {
 // environment: where two options exclude each other, a flag beats the environment.
 bool given_on_command_line(const GlobalOptions& options, std::initializer_list<std::string_view> names);
 
-// Binds the global options (and their REDLOCK_* variables) to APP.
-void setup_global_options(CLI::App& app, GlobalOptions& options);
-// Every REDLOCK_* variable that an option of APP (and of its subcommands) reads, and those read
-// without CLI11 (REDLOCK_SERVERS, REDLOCK_PASSWORD): what a configuration file may set.
-std::set<std::string> option_variables(const CLI::App& app);
 // The environment `run` gives its command for the global options marked to_child: NAME=VALUE
 // pairs to set, and names to unset.
 void child_settings(const GlobalOptions& options, std::vector<std::pair<std::string, std::string>>& set,

@@ -16,6 +16,7 @@
 #include "core/util/error.hpp"
 #include "core/util/fd.hpp"
 #include "enclosing.hpp"
+#include "environment.hpp"
 #include "exit_codes.hpp"
 #include "option_table.hpp"
 #include "run.hpp"
@@ -630,7 +631,7 @@ void add_run_options(Subcommand& command, RunOptions& options, const GlobalOptio
 
 bool kill_after_given(const Subcommand& command) {
   const auto* row = find_row(std::span<const OptionRow<R>>(kRunOptions), "--kill-after");
-  return command.given("--kill-after") || std::getenv(std::string(row->env).c_str());
+  return command.given("--kill-after") || environment_variable(row->env);
 }
 
 void setup_run(CLI::App& app, const GlobalOptions& global, Action& action) {

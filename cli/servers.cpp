@@ -13,6 +13,7 @@
 #include <map>
 
 #include "core/util/error.hpp"
+#include "environment.hpp"
 #include "output.hpp"
 
 namespace redlock::cli {
@@ -20,7 +21,7 @@ namespace redlock::cli {
 namespace {
 
 std::optional<std::string> env(std::string_view name) {
-  const char* v = std::getenv(std::string(name).c_str());
+  const char* v = environment_variable(name);
   if (!v) return std::nullopt;
   return std::string(v);
 }
@@ -188,7 +189,9 @@ Credentials resolve_credentials(const GlobalOptions& options) {
   if (!options.user.empty()) c.user = options.user;
   for (auto& s : c.servers) {
     const auto& by_address = inherited_passwords().by_address;
-    if (auto it = by_address.find(s.address()); !s.password && it != by_address.end()) s.password = it->second;
+    // An address is written out only where an enclosing run handed passwords on.
+    const auto it = s.password || by_address.empty() ? by_address.end() : by_address.find(s.address());
+    if (it != by_address.end()) s.password = it->second;
     if (s.sentinel_password_file)
       s.sentinel_password = read_password_file(*s.sentinel_password_file, "sentinel_password_file");
   }
@@ -265,7 +268,7 @@ namespace {
 std::string origin(const GlobalOptions& o, std::initializer_list<std::string_view> flags, const char* variable) {
   if (given_on_command_line(o, flags)) return "the command line";
   if (o.config.applied.count(variable)) return "the configuration file " + o.config.where(variable);
-  if (std::getenv(variable)) return std::string("the environment (") + variable + ")";
+  if (environment_variable(variable)) return std::string("the environment (") + variable + ")";
   return "the default";
 }
 

@@ -362,12 +362,8 @@ void CommandConnection::encode(const Request& request, bool full_script) {
     encode_command(request.argv, to);
     return;
   }
-  std::vector<std::string> argv;
-  argv.reserve(request.argv.size() + 2);
-  argv.emplace_back(full_script ? "EVAL" : "EVALSHA");
-  argv.emplace_back(full_script ? request.script->body : request.script->sha1);
-  argv.insert(argv.end(), request.argv.begin(), request.argv.end());
-  encode_command(argv, to);
+  const std::string_view script = full_script ? request.script->body : request.script->sha1;
+  encode_command({full_script ? "EVAL" : "EVALSHA", script}, request.argv, to);
 }
 
 // A reply, to the request first in line. Returns false when the connection failed (or was replaced).

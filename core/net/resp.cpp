@@ -58,20 +58,29 @@ void append_length(std::string& out, char mark, std::size_t n) {
   out.append(buf, static_cast<std::size_t>(end + 2 - buf));
 }
 
+void append_bulk(std::string& out, std::string_view arg) {
+  append_length(out, '$', arg.size());
+  out.append(arg);
+  out.append("\r\n", 2);
+}
+
 }  // namespace
 
 // RESP's request form, written here: hiredis' redisFormatCommandArgv formats every length with
 // sprintf, which cost more than the rest of a command's work.
 void encode_command(const std::vector<std::string>& argv, std::string& out) {
+  encode_command({}, argv, out);
+}
+
+void encode_command(std::initializer_list<std::string_view> head, const std::vector<std::string>& argv,
+                    std::string& out) {
   std::size_t size = 16;
+  for (std::string_view arg : head) size += arg.size() + 16;
   for (const auto& arg : argv) size += arg.size() + 16;
   out.reserve(out.size() + size);
-  append_length(out, '*', argv.size());
-  for (const auto& arg : argv) {
-    append_length(out, '$', arg.size());
-    out.append(arg);
-    out.append("\r\n", 2);
-  }
+  append_length(out, '*', head.size() + argv.size());
+  for (std::string_view arg : head) append_bulk(out, arg);
+  for (const auto& arg : argv) append_bulk(out, arg);
 }
 
 void ReplyReader::Free::operator()(redisReader* r) const {

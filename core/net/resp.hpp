@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
 #include <optional>
 #include <string>
@@ -36,6 +37,10 @@ struct Reply {
 
 // Appends the RESP encoding of ARGV to OUT.
 void encode_command(const std::vector<std::string>& argv, std::string& out);
+// The same for the words of HEAD followed by those of ARGV ("EVALSHA", SHA1, then a request's
+// own words), without copying them into one list first.
+void encode_command(std::initializer_list<std::string_view> head, const std::vector<std::string>& argv,
+                    std::string& out);
 
 // Incremental reply parser.
 class ReplyReader {

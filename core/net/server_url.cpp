@@ -524,10 +524,11 @@ void check_distinct_addresses(const std::vector<ServerUrl>& servers) {
   // Cluster seeds first, so that a plain server that is one is refused wherever it is listed.
   const auto seeds = cluster_seeds(servers);
   for (const auto& s : servers) {
-    if (!seen.insert(s.address()).second) {
+    const std::string address = s.address();
+    if (!seen.insert(address).second) {
       config_error("server " + s.redacted() + " is listed twice: it would count one vote twice");
     }
-    if (auto it = seeds.find(s.address()); it != seeds.end()) {
+    if (auto it = seeds.find(address); it != seeds.end()) {
       config_error("server " + s.redacted() + " is a node of the cluster " + it->second +
                    ", listed as a member already: it would count one vote twice");
     }

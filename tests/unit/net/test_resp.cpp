@@ -37,6 +37,18 @@ TEST_CASE("the encoding is RESP's, as hiredis writes it, appended to what is the
   }
 }
 
+TEST_CASE("a head of words and a list are encoded as the one list they make") {
+  const std::vector<std::string> argv{"2", "lock", std::string("a\0b", 3), ""};
+  std::string joined = "x";
+  encode_command({"EVALSHA", "0123abcd", "2", "lock", std::string("a\0b", 3), ""}, joined);
+  std::string parts = "x";
+  encode_command({"EVALSHA", "0123abcd"}, argv, parts);
+  CHECK(parts == joined);
+  std::string none;
+  encode_command({}, argv, none);
+  CHECK(none == "*4\r\n$1\r\n2\r\n$4\r\nlock\r\n$3\r\n" + std::string("a\0b", 3) + "\r\n$0\r\n\r\n");
+}
+
 TEST_CASE("long argument lists are encoded too") {
   std::vector<std::string> argv(40, "k");
   std::string out;
