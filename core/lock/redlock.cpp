@@ -814,7 +814,8 @@ std::optional<AcquireResult> Redlock::take_grant(const LockSpec& spec, const std
 std::optional<AcquireResult> Redlock::finish_grant(const LockSpec& spec, TimePoint sent, const Tally& tally,
                                                    const std::vector<std::int64_t>& held,
                                                    std::vector<ServerReport> reports) {
-  const TimePoint valid_until = sent + spec.ttl - drift_allowance(spec.ttl, spec.drift);
+  TimePoint valid_until = sent + spec.ttl - drift_allowance(spec.ttl, spec.drift);
+  if (faults::enabled(faults::Fault::NoValidity)) valid_until = kNever;
   std::optional<std::int64_t> fence = agreed_fence(held, tally.needed());
   std::string duplicate_error;
   if (!fence) fence = write_fence(spec, highest(held), valid_until, duplicate_error);
