@@ -44,6 +44,12 @@ const char* environment_variable(std::string_view name) {
   return variables->find(name);
 }
 
+std::optional<std::string> environment_value(std::string_view name) {
+  const char* v = environment_variable(name);
+  if (!v) return std::nullopt;
+  return std::string(v);
+}
+
 void set_environment_variable(const std::string& name, const std::string& value) {
   ::setenv(name.c_str(), value.c_str(), 1);
   scanned().reset();

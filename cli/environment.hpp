@@ -4,6 +4,7 @@
 // login or CI job, those walks cost more than parsing the command line.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -28,6 +29,8 @@ class RedlockVariables {
 // NAME's value in this process's environment, std::getenv(NAME) as the code reads it: REDLOCK_*
 // names from one scan of the environment (made when first asked), any other from getenv itself.
 const char* environment_variable(std::string_view name);
+// The same as a string, or nothing when NAME is not set.
+std::optional<std::string> environment_value(std::string_view name);
 
 // Sets NAME to VALUE in the environment (setenv) and in what environment_variable reads. REDLOCK_*
 // variables are set through this alone.

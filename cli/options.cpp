@@ -287,12 +287,6 @@ std::string read_token_file(const std::string& path) {
   return token;
 }
 
-std::optional<std::string> env(const char* name) {
-  const char* v = environment_variable(name);
-  if (!v) return std::nullopt;
-  return std::string(v);
-}
-
 }  // namespace
 
 std::string held_token(const GlobalOptions& global, const std::string& token, const std::string& token_file,
@@ -311,7 +305,7 @@ std::string held_token(const GlobalOptions& global, const std::string& token, co
 std::optional<std::string> inherited_token(const GlobalOptions& options, const std::string& key) {
   const auto locks = enclosing_locks();
   if (locks.empty()) {
-    auto token = env("REDLOCK_TOKEN");
+    auto token = environment_value("REDLOCK_TOKEN");
     if (!token || token->empty()) return std::nullopt;
     return token;
   }
@@ -322,13 +316,13 @@ std::optional<std::string> inherited_token(const GlobalOptions& options, const s
 std::string default_owner() {
   std::string user;
   if (const passwd* pw = getpwuid(geteuid())) user = pw->pw_name;
-  if (user.empty()) user = env("USER").value_or("uid" + std::to_string(geteuid()));
+  if (user.empty()) user = environment_value("USER").value_or("uid" + std::to_string(geteuid()));
   char host[256] = {};
   gethostname(host, sizeof host - 1);
   std::string owner = user + "@" + host + ":" + std::to_string(getpid());
   // The job of a CI system, where one is recognised, says more than a runner's host name.
   for (const char* var : {"GITHUB_RUN_ID", "CI_JOB_ID", "BUILDKITE_JOB_ID", "CIRCLE_WORKFLOW_JOB_ID", "BUILD_TAG"}) {
-    if (auto v = env(var); v && !v->empty()) {
+    if (auto v = environment_value(var); v && !v->empty()) {
       owner += std::string(" ") + var + "=" + *v;
       break;
     }

@@ -20,12 +20,6 @@ namespace redlock::cli {
 
 namespace {
 
-std::optional<std::string> env(std::string_view name) {
-  const char* v = environment_variable(name);
-  if (!v) return std::nullopt;
-  return std::string(v);
-}
-
 // The first line of PATH, refused when the file is readable by group or others (as ssh does with
 // keys). The mode is checked on the descriptor that is read, so a file swapped in between cannot slip by.
 std::string read_password_file(const std::string& path, const std::string& what = "--password-file") {
@@ -110,7 +104,7 @@ void parse_passwords(const std::string& text, InheritedPasswords& out) {
 // command opened) is never sent to a server as a password.
 InheritedPasswords read_inherited_passwords() {
   InheritedPasswords out;
-  auto value = env("REDLOCK_PASSWORD_FD");
+  auto value = environment_value("REDLOCK_PASSWORD_FD");
   if (!value || value->empty()) return out;
   const std::string name = "REDLOCK_PASSWORD_FD=" + printable(*value);
   int fd = -1;
@@ -153,7 +147,7 @@ const InheritedPasswords& inherited_passwords() {
 // The password for servers whose URL names none (see Credentials).
 std::optional<std::string> fallback_password(const GlobalOptions& options) {
   if (!options.password_file.empty()) return read_password_file(options.password_file);
-  if (auto p = env(kPasswordVariable); p && !p->empty()) return p;
+  if (auto p = environment_value(kPasswordVariable); p && !p->empty()) return p;
   if (const auto& inherited = inherited_passwords(); inherited.fallback) return inherited.fallback;
   const auto& from_file = options.config.password;
   if (from_file && !from_file->empty()) return from_file;
@@ -168,7 +162,7 @@ std::vector<ServerUrl> configured_servers(const GlobalOptions& options) {
     for (auto& t : split_server_list(s)) texts.push_back(std::move(t));
   }
   if (options.servers.empty()) {
-    if (auto from_env = env(kServersVariable)) {
+    if (auto from_env = environment_value(kServersVariable)) {
       texts = split_server_list(*from_env);
       if (texts.empty()) config_error("REDLOCK_SERVERS names no server");
     } else {
@@ -225,7 +219,7 @@ std::optional<int> member_wait(const GlobalOptions& options) {
 
 std::unique_ptr<Transport> connect_servers(const GlobalOptions& options) {
   Credentials c = resolve_credentials(options);
-  if (options.servers.empty() && !env(kServersVariable)) {
+  if (options.servers.empty() && !environment_value(kServersVariable)) {
     // Each host alone on its own server excludes nothing across hosts: never without a word.
     warn(options, std::string("no servers configured (no --servers, no REDLOCK_SERVERS, ") +
                       (options.config.path.empty() ? "no configuration file " : "none in ") +
@@ -293,7 +287,7 @@ std::string password_origin(const GlobalOptions& o) {
   if (!o.password_file.empty()) {
     out += "from --password-file '" + printable(o.password_file) + "', from " +
            origin(o, {"--password-file"}, "REDLOCK_PASSWORD_FILE");
-  } else if (auto p = env(kPasswordVariable); p && !p->empty()) {
+  } else if (auto p = environment_value(kPasswordVariable); p && !p->empty()) {
     out += "from the environment (REDLOCK_PASSWORD)";
   } else if (inherited_passwords().fallback) {
     out += "from the enclosing run (REDLOCK_PASSWORD_FD)";

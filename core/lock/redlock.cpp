@@ -148,6 +148,15 @@ void announce_taken(Network& network, const LockKeys& keys, const std::vector<st
   }
 }
 
+// RES is the lock, fenced with FENCE, taken at TAKEN_AT and valid until VALID_UNTIL (seen at NOW).
+void mark_acquired(AcquireResult& res, std::int64_t fence, TimePoint taken_at, TimePoint valid_until, TimePoint now) {
+  res.outcome = AcquireOutcome::Acquired;
+  res.fence = fence;
+  res.taken_at = taken_at;
+  res.valid_until = valid_until;
+  res.validity = valid_until - now;
+}
+
 // Runs the event loop until the answers of ROUND, read by CLASSIFY, decide the quorum (or DEADLINE).
 template <typename Classify>
 Tally run_until_decided(Network& network, const Round& round, Classify classify, TimePoint deadline) {
@@ -710,11 +719,7 @@ AcquireResult Redlock::finish_won(const LockSpec& spec, const Round& round, cons
   }
   const TimePoint now = network_.now();
   if (fence && valid_until - now > spec.min_validity && duplicate_error.empty()) {
-    res.outcome = AcquireOutcome::Acquired;
-    res.fence = *fence;
-    res.taken_at = decided_at;
-    res.valid_until = valid_until;
-    res.validity = valid_until - now;
+    mark_acquired(res, *fence, decided_at, valid_until, now);
     return res;
   }
   release_taken(spec, votes.answered, votes.may_hold);
@@ -822,16 +827,12 @@ std::optional<AcquireResult> Redlock::finish_grant(const LockSpec& spec, TimePoi
   const TimePoint now = network_.now();
   if (!fence || !duplicate_error.empty() || valid_until - now <= spec.min_validity) return std::nullopt;
   AcquireResult res;
-  res.outcome = AcquireOutcome::Acquired;
   res.token = spec.token;
   res.ttl = spec.ttl;
-  res.fence = *fence;
   res.tally = tally;
   res.servers = std::move(reports);
   res.owner_record = owner_record(spec.owner, spec.ttl);
-  res.taken_at = now;
-  res.valid_until = valid_until;
-  res.validity = valid_until - now;
+  mark_acquired(res, *fence, now, valid_until, now);
   return res;
 }
 
