@@ -90,6 +90,16 @@ def wait_for(pred, timeout, what, interval=0.005):
     raise RuntimeError("timed out after %.0f s waiting for %s" % (timeout, what))
 
 
+def cpu_times():
+    """The machine's (busy, idle) CPU seconds so far, every CPU summed (/proc/stat; iowait counts as
+    idle)."""
+    with open("/proc/stat") as f:
+        ticks = [int(x) for x in f.readline().split()[1:]]
+    hz = os.sysconf("SC_CLK_TCK")
+    idle = ticks[3] + ticks[4]
+    return (sum(ticks) - idle) / hz, idle / hz
+
+
 def channel(name):
     return "{%s}:redlock:wake" % name
 
@@ -658,13 +668,16 @@ class Bench:
                       None, "worst < 1 s", worst < 1000.0)
 
     def _wake_one_window(self, c5, waiters, warm, window, name="bench-wake", flags=""):
-        """WAITERS processes looping `run -w 60s --ttl 5s NAME -- true` (FLAGS added) on 5 servers:
+        """WAITERS processes looping `run -w 60s --ttl 5s NAME-WAITERS -- true` (FLAGS added) on 5 servers,
+        a name of its own for each count (the processes of the count before are killed, and a holder
+        killed holds its lock until its TTL lapses: 5 s of the next window would go to waiting it out):
         after WARM seconds, what WINDOW seconds cost each server (INFO after CONFIG RESETSTAT) and how
         many hand-offs they made: the runs that held the lock (exit 0), each of which appends a byte
         to a file. Not the fencing counter's rise: an attempt that takes a minority of servers and
         gives them back raises it there too."""
+        name = "%s-%d" % (name, waiters)
         one = "%s -S %s run -w 60s --ttl 5s %s %s -- true" % (shlex.quote(self.bin), c5.spec(), flags, name)
-        held = self.path("held-%s-%d" % (name, waiters))
+        held = self.path("held-" + name)
         open(held, "wb").close()
         loop = "while :; do %s && printf x >> %s; done" % (one, shlex.quote(held))
         ps = [self.spawn(["sh", "-c", loop], start_new_session=True) for _ in range(waiters)]
@@ -674,11 +687,11 @@ class Bench:
             for c in clients:
                 c.config_resetstat()
             before = os.path.getsize(held)
-            t0 = time.monotonic()
+            t0, cpu0 = time.monotonic(), cpu_times()
             time.sleep(window)
             stats = [(c.info("commandstats"), c.info("stats")) for c in clients]
             handoffs = os.path.getsize(held) - before
-            elapsed = time.monotonic() - t0
+            elapsed, cpu1 = time.monotonic() - t0, cpu_times()
             for c in clients:
                 c.close()
         finally:
@@ -694,7 +707,9 @@ class Bench:
                 "cycles_per_s": handoffs / elapsed,
                 "script_calls_per_handoff": max(scripts) / handoffs if handoffs else None,
                 "script_calls_per_handoff_by_server": [x / handoffs if handoffs else None for x in scripts],
-                "commands_per_handoff": max(commands) / handoffs if handoffs else None}
+                "commands_per_handoff": max(commands) / handoffs if handoffs else None,
+                "cpu_ms_per_handoff": (cpu1[0] - cpu0[0]) * 1000 / handoffs if handoffs else None,
+                "idle_share": (cpu1[1] - cpu0[1]) / ((cpu1[0] - cpu0[0]) + (cpu1[1] - cpu0[1]))}
 
     def row_wake_one(self):
         """A release wakes one waiter, not all: script calls per hand-off on each server and cycles
@@ -720,6 +735,12 @@ class Bench:
                   dict(m, value=m["commands_per_handoff"], unit="commands", text=fmt(m["commands_per_handoff"])),
                   dict(base, value=base["commands_per_handoff"], unit="commands",
                        text="%s at %d processes" % (fmt(base["commands_per_handoff"]), counts[0])),
+                  None, "report", None)
+        cpu = lambda r: "%s ms (CPUs idle %.0f%%)" % (fmt(r["cpu_ms_per_handoff"]), r["idle_share"] * 100)  # noqa: E731
+        self.line("wake-one", "CPU time per hand-off, every process on the machine (/proc/stat), %d processes" % mid,
+                  dict(m, value=m["cpu_ms_per_handoff"], unit="ms", text=cpu(m)),
+                  dict(base, value=base["cpu_ms_per_handoff"], unit="ms", text="%s at %d processes" % (cpu(base),
+                                                                                                        counts[0])),
                   None, "report", None)
         for n in counts[1:]:
             r = runs[n]

@@ -139,11 +139,22 @@ Tally count(const std::vector<std::optional<Result>>& results, Classify classify
   return t;
 }
 
+// The servers (the first, by index) whose release names the queue's second waiter too, and where
+// the one that takes the lock tells that waiter so: it needs to hear only once that a release
+// named it, and waking it on every server costs each a message and it a wake-up per server.
+constexpr std::size_t kServersNamingSecond = 2;
+
+bool names_second(std::size_t server) {
+  return server < kServersNamingSecond;
+}
+
 // The waiters a release named after the one it handed the lock to (NAMED, that one first) go back
-// to sleep: it took the lock (as the acquire script tells them when it takes it). Not waited for.
+// to sleep: it took the lock (as the acquire script tells them when it takes it). Told where the
+// release named them; not waited for.
 void announce_taken(Network& network, const LockKeys& keys, const std::vector<std::string>& named) {
+  const Network::Batch batch(network);
   for (std::size_t k = 1; k < named.size(); ++k) {
-    for (std::size_t i = 0; i < network.size(); ++i)
+    for (std::size_t i = 0; i < network.size() && names_second(i); ++i)
       network.send(i, Request::command({"PUBLISH", keys.channel + ":" + named[k], "acquired"}), [](Result) {});
   }
 }
@@ -321,13 +332,15 @@ Request acquire_request(const LockSpec& spec, const std::string& owner) {
   return r;
 }
 
-// The release script of KEYS' role; WORD is what the waiters are told (released, retracted).
-Request release_request(const LockKeys& k, const std::string& token, bool force, const char* word) {
+// The release script of KEYS' role for SERVER; WORD is what the waiters are told (released,
+// retracted).
+Request release_request(const LockKeys& k, const std::string& token, bool force, const char* word, std::size_t server) {
   if (k.reader) {
     return Request::eval(kLeaveScript, {reader_lock(k), k.readers, k.reader_owners},
                          {token, k.channel, force ? "1" : "0", word});
   }
-  return Request::eval(kReleaseScript, {k.lock, k.owner}, {token, k.channel, force ? "1" : "0", word});
+  return Request::eval(kReleaseScript, {k.lock, k.owner},
+                       {token, k.channel, force ? "1" : "0", word, names_second(server) ? "1" : "0"});
 }
 
 // The highest fencing counter among COUNTERS, as a reader reads the fence.
@@ -761,7 +774,7 @@ void Redlock::release_taken(const LockSpec& spec, const std::vector<bool>& answe
   // Servers that have not answered get the release too: on the same connection it follows the
   // acquire, so a late SET is undone in order. Only those that answered are waited for.
   Round round(network_, may_hold, [&](std::size_t i) {
-    Request r = release_request(spec.keys, spec.token, faults::enabled(faults::Fault::ReleaseAny), "retracted");
+    Request r = release_request(spec.keys, spec.token, faults::enabled(faults::Fault::ReleaseAny), "retracted", i);
     // A server that has not answered may run it much later, whatever its script cache holds then.
     r.with_body = !answered[i];
     return r;
@@ -848,6 +861,7 @@ class QueuePlace {
       : network_(network), waiter_(std::move(waiter)), queued_(network.size(), false) {}
   ~QueuePlace() {
     try {
+      const Network::Batch batch(network_);
       for (std::size_t i = 0; i < queued_.size(); ++i) {
         if (!queued_[i]) continue;
         network_.send(i, Request::command({"ZREM", waiter_.queue_key, waiter_.id}), [](Result) {});
@@ -1249,8 +1263,8 @@ ReleaseResult Redlock::release(const LockKeys& keys, const std::string& token, b
     ReleaseResult checked = check_forced(keys);
     if (checked.not_a_lock) return checked;
   }
-  Round round(network_, [&](std::size_t) {
-    Request r = release_request(keys, token, force || faults::enabled(faults::Fault::ReleaseAny), "released");
+  Round round(network_, [&](std::size_t i) {
+    Request r = release_request(keys, token, force || faults::enabled(faults::Fault::ReleaseAny), "released", i);
     // Waiting for the outcome only, the process may be gone before a server that lost its script
     // cache (a restart, SCRIPT FLUSH) answers NOSCRIPT: the script goes with its body, so that no
     // server left unwaited for needs a second round trip to drop the lock.

@@ -233,6 +233,7 @@ void Wakeups::beat() {
   // brings back a waiter a release has dropped from the queue: its next attempt joins it again.
   const std::string ms =
       std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(s.queued->heartbeat).count());
+  const Network::Batch batch(network_);
   for (std::size_t i = 0; i < network_.size(); ++i) {
     network_.send(i, Request::command({"PEXPIRE", s.queued->alive_key, ms}), [](Result) {});
     network_.send(i, Request::command({"PEXPIRE", s.queued->queue_key, ms}), [](Result) {});

@@ -212,7 +212,7 @@ void CommandConnection::send(Request request, ResultCallback done, TimePoint now
   } else {
     queue(std::move(p), now);
   }
-  drive(now);
+  if (!observer_.holding_writes()) drive(now);
 }
 
 TimePoint CommandConnection::next_deadline() const {

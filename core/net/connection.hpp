@@ -61,6 +61,9 @@ class ConnectionObserver {
   virtual std::optional<ServerUrl> subscriber_target(std::size_t server, const std::string& channel) = 0;
   // This process's time waiting for a CPU so far (schedstat): not the server's time.
   virtual Duration cpu_wait() = 0;
+  // Requests are being gathered (Network::Batch): a commands connection queues what it is sent and
+  // writes it when the owner drives it at the batch's end.
+  virtual bool holding_writes() const { return false; }
 };
 
 // How an error reply counts: a refused credential is Failure::Auth, anything else Failure::Reply.

@@ -12,6 +12,7 @@ Fanout::Fanout(Network& network, const std::vector<bool>& to, const Make& make, 
   state_->left.resize(n, 0);
   state_->sent.resize(n);
   state_->record = std::move(record);
+  const Network::Batch batch(network);
   for (std::size_t i = 0; i < n; ++i) {
     if (to[i]) {
       send(i, make(i));

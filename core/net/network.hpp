@@ -121,6 +121,11 @@ class Network {
   // the order they were sent.
   virtual void send(std::size_t server, Request request, ResultCallback done) = 0;
 
+  // While HOLD, requests sent are gathered and leave when it ends, one write per connection (see
+  // Batch). A network that cannot gather sends each at once.
+  virtual void hold_writes(bool /*hold*/) {}
+  class Batch;
+
   // Runs the event loop until DONE() returns true or DEADLINE passes.
   virtual void run_until(const std::function<bool()>& done, TimePoint deadline) = 0;
 
@@ -166,6 +171,19 @@ class Network {
   // Whether some server's name is still being resolved: until it is, nobody can tell whether it
   // is a second name of a server already configured.
   virtual bool resolving() const = 0;
+};
+
+// Requests sent while a Batch lives leave together when it ends: several commands to one server
+// cost it one packet and one read, not one each.
+class Network::Batch {
+ public:
+  explicit Batch(Network& network) : network_(network) { network_.hold_writes(true); }
+  ~Batch() { network_.hold_writes(false); }
+  Batch(const Batch&) = delete;
+  Batch& operator=(const Batch&) = delete;
+
+ private:
+  Network& network_;
 };
 
 }  // namespace redlock

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <utility>
 
 #include "core/net/cluster.hpp"
 #include "core/util/error.hpp"
@@ -121,8 +122,24 @@ TimePoint Transport::now() const {
 
 void Transport::send(std::size_t server, Request request, ResultCallback done) {
   const TimePoint now = Clock::now();
+  if (holding_ && std::find(held_for_.begin(), held_for_.end(), server) == held_for_.end()) held_for_.push_back(server);
   if (clusters_.at(server)) return clusters_[server]->send(std::move(request), std::move(done), now);
   commands_.at(server)->send(std::move(request), std::move(done), now, now + options_.timeout);
+}
+
+void Transport::hold_writes(bool hold) {
+  holding_ = hold;
+  if (hold) return;
+  const TimePoint now = Clock::now();
+  for (const std::size_t server : std::exchange(held_for_, {})) {
+    if (clusters_[server]) {
+      std::vector<CommandConnection*> nodes;
+      clusters_[server]->connections(nodes);
+      for (auto* c : nodes) c->drive(now);
+    } else {
+      commands_[server]->drive(now);
+    }
+  }
 }
 
 void Transport::run_until(const std::function<bool()>& done, TimePoint deadline) {

@@ -41,6 +41,7 @@ class Transport final : public Network, private ClusterMemberObserver {
   std::size_t size() const override;
   TimePoint now() const override;
   void send(std::size_t server, Request request, ResultCallback done) override;
+  void hold_writes(bool hold) override;
   void run_until(const std::function<bool()>& done, TimePoint deadline) override;
   void flush(TimePoint deadline) override;
   void subscribe(const std::string& channel, ChannelCallback on_event) override;
@@ -77,6 +78,7 @@ class Transport final : public Network, private ClusterMemberObserver {
   std::vector<CommandConnection*> cluster_connections() const;
   // This process's time waiting for a CPU (schedstat), read at most once per turn of the loop.
   Duration cpu_wait() override;
+  bool holding_writes() const override { return holding_; }
 
   std::vector<ServerUrl> servers_;
   TransportOptions options_;
@@ -86,6 +88,8 @@ class Transport final : public Network, private ClusterMemberObserver {
   std::vector<std::unique_ptr<ClusterMember>> clusters_;  // by server; empty for the others
   std::optional<sigset_t> wait_mask_;
   std::optional<Duration> cpu_wait_;
+  bool holding_ = false;
+  std::vector<std::size_t> held_for_;  // the servers sent to while holding
 };
 
 }  // namespace redlock

@@ -9,6 +9,8 @@ import time
 
 from harness import ClusterTest, listeners, main, spawn, wait_for
 
+import redis  # noqa: E402 (importable once harness found a python3 that has it)
+
 QUEUE = "{job}:redlock:waiters"
 CHANNEL = "{job}:redlock:wake"
 HEARTBEAT = 3.0
@@ -135,6 +137,39 @@ class WakeOne(ClusterTest):
         r = self.rl("release", "job", "--token", handed)
         self.assertEqual(r.code, 0, r)
         wait_for(lambda: procs[1].poll() is not None, timeout=5, what="the second waiter to take the lock")
+
+    def test_the_second_named_is_told_on_two_servers_the_first_on_every_one(self):
+        # One word that it was named is all the second needs (it tries only if the first does not
+        # answer): told on every server, it would wake once per server at every hand-off.
+        token = self.rl("acquire", "--ttl", "60s", "job").stdout.strip()
+        procs = self.waiters(3)
+        with self.cluster.servers[0].client() as c:
+            ids = [x.decode() for x in c.call("ZRANGE", QUEUE, 0, -1)]
+        self.assertEqual(len(ids), 3)
+        listeners_ = []
+        for s in self.cluster.servers:
+            p = redis.Redis(port=s.port).pubsub()
+            p.psubscribe(CHANNEL + ":*")
+            self.addCleanup(p.close)
+            listeners_.append(p)
+        for p in listeners_:
+            wait_for(lambda p=p: p.get_message(timeout=0.1) is not None, timeout=5, what="the watcher's subscription")
+        self.assertEqual(self.rl("release", "job", "--token", token).code, 0)
+        wait_for(lambda: procs[0].poll() is not None, timeout=5, what="the first waiter to take the lock")
+        time.sleep(0.3)
+        heard = []  # per server: the waiters told
+        for p in listeners_:
+            told = set()
+            for _ in range(50):
+                m = p.get_message(timeout=0.05)
+                if m is None:
+                    break
+                if m["type"] == "pmessage":
+                    told.add(m["channel"].decode().rsplit(":", 1)[1])
+            heard.append(told)
+        self.assertEqual([ids[0] in t for t in heard], [True] * 5, heard)
+        self.assertEqual([ids[1] in t for t in heard], [True, True, False, False, False], heard)
+        self.assertEqual([ids[2] in t for t in heard], [False] * 5, heard)
 
     def test_a_waiter_killed_in_the_queue_is_skipped(self):
         token = self.rl("acquire", "--ttl", "60s", "job").stdout.strip()

@@ -9,6 +9,8 @@
 -- on a channel of its own, ARGV[2] .. ':' .. ID, and names them after the count, "released N ID1
 -- ID2": the first tries at once, the second a little later in case the first does not answer; the
 -- other queued waiters hear nothing (a crowd woken for nothing costs the servers and the CPUs).
+-- The second is told only where ARGV[5] is '1' (the client asks it of a few servers: one word that
+-- it was named is enough, and a message per server would wake it once per server).
 -- Waiters whose heartbeat is gone are dropped from the queue on the way. N counts the subscribers
 -- of ARGV[2] alone (waiters that do not queue). The queue's commands go through pcall, as in
 -- acquire.lua.
@@ -97,8 +99,10 @@ local function wake(free)
     message = message .. ' granted:' .. granted
   end
   redis.call('PUBLISH', ARGV[2], message)
-  for _, id in ipairs(named) do
-    redis.pcall('PUBLISH', ARGV[2] .. ':' .. id, message)
+  for k, id in ipairs(named) do
+    if k == 1 or ARGV[5] == '1' then
+      redis.pcall('PUBLISH', ARGV[2] .. ':' .. id, message)
+    end
   end
   if granted then
     redis.call('PUBLISH', ARGV[2], 'acquired')

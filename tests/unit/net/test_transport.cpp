@@ -66,6 +66,30 @@ TransportOptions fast() {
   return o;
 }
 
+// A transport (its requests given TIMEOUT) whose connection to a listener is up and answered
+// once: a PING sent, the connection accepted (conn), INFO server and ROLE (which every connection
+// starts with) and the PING answered.
+struct Answered {
+  Listener server;
+  Transport t;
+  Fd conn;
+  explicit Answered(Duration timeout) : t({server.url()}, options(timeout)) {
+    std::optional<Result> first;
+    t.send(0, Request::command({"PING"}), [&](Result x) { first = std::move(x); });
+    conn.reset(accept(server.fd.get(), nullptr, nullptr));
+    REQUIRE(conn);
+    const std::string prelude = "+INFO\r\n*3\r\n$6\r\nmaster\r\n:0\r\n*0\r\n+PONG\r\n";
+    REQUIRE(write(conn.get(), prelude.data(), prelude.size()) == static_cast<ssize_t>(prelude.size()));
+    t.run_until([&] { return first.has_value(); }, Clock::now() + 2s);
+    REQUIRE((first && first->ok()));
+  }
+  static TransportOptions options(Duration timeout) {
+    TransportOptions o;
+    o.timeout = timeout;
+    return o;
+  }
+};
+
 volatile sig_atomic_t g_alarms = 0;
 void on_alarm(int) {
   g_alarms = g_alarms + 1;
@@ -117,6 +141,30 @@ TEST_CASE("behind a request a server has not answered in time, the next is sent 
   CHECK(received.find("PING", first + 4) != std::string::npos);
 }
 
+TEST_CASE("requests sent within a batch leave together when it ends, without a turn of the loop") {
+  Answered a(2s);
+  Transport& t = a.t;
+  const Fd& conn = a.conn;
+  std::string received(4096, '\0');
+  REQUIRE(read(conn.get(), received.data(), received.size()) > 0);  // the prelude and the first PING
+
+  const auto readable = [&] {
+    char byte = 0;
+    return recv(conn.get(), &byte, 1, MSG_PEEK | MSG_DONTWAIT) > 0;
+  };
+  {
+    const Network::Batch batch(t);
+    t.send(0, Request::command({"ECHO", "one"}), [](Result) {});
+    t.send(0, Request::command({"ECHO", "two"}), [](Result) {});
+    CHECK(!readable());
+  }
+  const ssize_t n = recv(conn.get(), received.data(), received.size(), MSG_DONTWAIT);
+  REQUIRE(n > 0);
+  received.resize(static_cast<std::size_t>(n));
+  CHECK(received.find("one") != std::string::npos);
+  CHECK(received.find("two") != std::string::npos);
+}
+
 TEST_CASE("two names of one endpoint: the second is a duplicate once its address is known, before any answer") {
   Listener silent;  // never answers, so no run_id could tell
   const std::string port = std::to_string(silent.port);
@@ -134,19 +182,9 @@ TEST_CASE("two names of one endpoint: the second is a duplicate once its address
 }
 
 TEST_CASE("a reply that came in time is taken, however late the loop gets to read it (a loaded host)") {
-  Listener server;
-  TransportOptions o;
-  o.timeout = 50ms;
-  Transport t({server.url()}, o);
-  std::optional<Result> first;
-  t.send(0, Request::command({"PING"}), [&](Result x) { first = std::move(x); });
-  Fd conn(accept(server.fd.get(), nullptr, nullptr));
-  REQUIRE(conn);
-  // INFO server and ROLE, which every connection starts with, then the PING.
-  const std::string prelude = "+INFO\r\n*3\r\n$6\r\nmaster\r\n:0\r\n*0\r\n+PONG\r\n";
-  REQUIRE(write(conn.get(), prelude.data(), prelude.size()) == static_cast<ssize_t>(prelude.size()));
-  t.run_until([&] { return first.has_value(); }, Clock::now() + 2s);
-  REQUIRE((first && first->ok()));
+  Answered a(50ms);
+  Transport& t = a.t;
+  const Fd& conn = a.conn;
 
   // The server answers at once; the client gets no CPU until well past the deadline.
   std::optional<Result> second;
