@@ -306,13 +306,17 @@ def shared(ctx):
 @scenario("handover", "S1 S2 S9 S11", 10)
 def handover(ctx):
     """6 `run -w` waiters on one name whose commands outlast a hand-over's 1.5 s expiry (TTL 6 s,
-    first renewal at 2 s), while 1-2 of 5 servers are paused, rotating: every hand-off but the first
-    is a release handing the lock over, and a waiter that kept the short expiry would overlap the
-    next holder."""
+    first renewal at 2 s), while 1-2 of 5 servers are paused, rotating: the hand-offs between them
+    are releases handing the lock over, and a waiter that kept the short expiry would overlap
+    whoever tries after it lapsed: 2 contenders that try every 200 ms (-n, as cron jobs would),
+    besides the waiters' own timers."""
     env = env_for(ctx, "handover")
     try:
         for _ in range(6):
             env.add_worker(mode="run", ttl="6s", hold_ms=(1600, 2400), wait="30s")
+        for _ in range(2):
+            env.add_worker(mode="run", ttl="6s", hold_ms=(10, 40), wait=None, run_args=["-n"],
+                           wrapper=("sh", "-c", 'sleep 0.2; exec "$@"', "poll"))
         env.run(ctx.seconds, pause_minority)
         s = summarize(env, "handover", expect_cycles=3, heal_bound_s=ttl_s(env) + 3)
         check_progress_under_faults(s)

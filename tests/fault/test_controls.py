@@ -41,7 +41,7 @@ class Controls(ScenarioTest):
         self.assertCaught(s, "overlaps")
 
     def test_a_handed_over_lock_that_keeps_the_short_expiry_is_caught_by_overlaps(self):
-        s = self.run_scenario("handover", 8, fault="grant-keeps-short-expiry")
+        s = self.run_scenario("handover", 16, fault="grant-keeps-short-expiry")
         self.assertCaught(s, "overlaps")
 
     def test_crash_restart_without_persistence_is_caught(self):
