@@ -122,7 +122,8 @@ class Network {
   virtual void send(std::size_t server, Request request, ResultCallback done) = 0;
 
   // While HOLD, requests sent are gathered and leave when it ends, one write per connection (see
-  // Batch). A network that cannot gather sends each at once.
+  // Batch; calls nest, and the requests leave at the last false). A network that cannot gather
+  // sends each at once.
   virtual void hold_writes(bool /*hold*/) {}
   class Batch;
 

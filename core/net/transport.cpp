@@ -128,8 +128,9 @@ void Transport::send(std::size_t server, Request request, ResultCallback done) {
 }
 
 void Transport::hold_writes(bool hold) {
-  holding_ = hold;
-  if (hold) return;
+  // Batches nest: the requests leave when the outermost ends.
+  holding_ = hold ? holding_ + 1 : holding_ - 1;
+  if (holding_ > 0) return;
   const TimePoint now = Clock::now();
   for (const std::size_t server : std::exchange(held_for_, {})) {
     if (clusters_[server]) {

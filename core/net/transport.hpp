@@ -78,7 +78,7 @@ class Transport final : public Network, private ClusterMemberObserver {
   std::vector<CommandConnection*> cluster_connections() const;
   // This process's time waiting for a CPU (schedstat), read at most once per turn of the loop.
   Duration cpu_wait() override;
-  bool holding_writes() const override { return holding_; }
+  bool holding_writes() const override { return holding_ > 0; }
 
   std::vector<ServerUrl> servers_;
   TransportOptions options_;
@@ -88,7 +88,7 @@ class Transport final : public Network, private ClusterMemberObserver {
   std::vector<std::unique_ptr<ClusterMember>> clusters_;  // by server; empty for the others
   std::optional<sigset_t> wait_mask_;
   std::optional<Duration> cpu_wait_;
-  bool holding_ = false;
+  int holding_ = 0;                    // the Batches alive
   std::vector<std::size_t> held_for_;  // the servers sent to while holding
 };
 

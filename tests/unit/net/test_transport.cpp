@@ -155,7 +155,10 @@ TEST_CASE("requests sent within a batch leave together when it ends, without a t
   {
     const Network::Batch batch(t);
     t.send(0, Request::command({"ECHO", "one"}), [](Result) {});
-    t.send(0, Request::command({"ECHO", "two"}), [](Result) {});
+    {
+      const Network::Batch inner(t);  // batches nest: the outer one decides
+      t.send(0, Request::command({"ECHO", "two"}), [](Result) {});
+    }
     CHECK(!readable());
   }
   const ssize_t n = recv(conn.get(), received.data(), received.size(), MSG_DONTWAIT);
