@@ -213,7 +213,12 @@ class Blips(ClusterTest):
         out, err = waiter.communicate(timeout=10)
         self.assertEqual(waiter.returncode, 0, (out, err))
         token = json.loads(out)["token"]
-        wait_for(lambda: self.cluster.values("job") == [token.encode()] * 3, timeout=5, what="held everywhere")
+        # Held on a quorum, and nowhere by anyone else: the third server holds it too, or not at
+        # all, as its backlog of this waiter's attempts and give-backs left it (acquire does not
+        # heal; the first renewal of a run would).
+        values = self.cluster.values("job")
+        self.assertGreaterEqual(values.count(token.encode()), 2, values)
+        self.assertEqual([v for v in values if v not in (None, token.encode())], [], values)
         # -v says what it waits for, once, not at every attempt.
         lines = [l for l in err.decode().splitlines() if "no quorum" in l]
         self.assertEqual(len(lines), 1, err)
