@@ -15,6 +15,46 @@
 
 namespace redlock {
 
+namespace {
+
+// Every scheme a server URL may have, with the connections it sets to TLS.
+struct SchemeForm {
+  std::string_view name;
+  ServerUrl::Scheme scheme;
+  bool sentinel_tls = false;
+  bool master_tls = false;
+  bool cluster_tls = false;
+};
+
+constexpr SchemeForm kSchemeForms[] = {
+    {"redis", ServerUrl::Scheme::Tcp},
+    {"rediss", ServerUrl::Scheme::Tls},
+    {"unix", ServerUrl::Scheme::Unix},
+    {"sentinel", ServerUrl::Scheme::Sentinel},
+    {"sentinel+tls", ServerUrl::Scheme::Sentinel, true, true},
+    {"sentinel+rediss", ServerUrl::Scheme::Sentinel, false, true},
+    {"cluster", ServerUrl::Scheme::Cluster},
+    {"cluster+tls", ServerUrl::Scheme::Cluster, false, false, true},
+};
+
+const SchemeForm* scheme_form(std::string_view name) {
+  for (const auto& form : kSchemeForms) {
+    if (form.name == name) return &form;
+  }
+  return nullptr;
+}
+
+// Whether TEXT starts with "SCHEME://" of a member whose list of addresses goes on after a comma.
+bool starts_member_with_seeds(std::string_view text) {
+  for (const auto& form : kSchemeForms) {
+    bool seeds = form.scheme == ServerUrl::Scheme::Sentinel || form.scheme == ServerUrl::Scheme::Cluster;
+    if (seeds && text.starts_with(std::string(form.name) + "://")) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 // Percent-decoding for the user and password parts, so that ':' and '@' can be written.
 std::string percent_decode(std::string_view text, std::string_view what) {
   std::string out;
@@ -139,10 +179,11 @@ void parse_host_port(std::string_view hostport, ServerUrl& url, const std::strin
 // named redis), nor anything with user information ("redis:pw@host" is the user redis).
 void refuse_scheme_without_slashes(std::string_view text) {
   if (text.find('@') != std::string_view::npos) return;
-  for (std::string_view scheme : {"rediss", "redis", "unix", "sentinel+tls", "sentinel", "cluster+tls", "cluster"}) {
+  for (const auto& each : kSchemeForms) {
+    std::string_view scheme = each.name;
     if (text.size() <= scheme.size() || text.substr(0, scheme.size()) != scheme) continue;
     std::string_view rest = text.substr(scheme.size());
-    if (rest[0] != ':' && rest[0] != '/') return;
+    if (rest[0] != ':' && rest[0] != '/') continue;
     if (rest[0] == ':' && rest.size() > 1 && rest.find_first_not_of("0123456789", 1) == std::string_view::npos) return;
     const std::string form = scheme == "unix" ? "unix:///PATH[?db=N]"
                              : scheme.starts_with("sentinel")
@@ -165,22 +206,12 @@ std::string ServerUrl::without_password() const {
 
 std::string ServerUrl::format(bool mark_password) const {
   std::string out;
-  switch (scheme) {
-    case Scheme::Tcp:
-      out = "redis://";
+  for (const auto& form : kSchemeForms) {
+    if (form.scheme == scheme && form.sentinel_tls == sentinel_tls && form.master_tls == master_tls &&
+        form.cluster_tls == cluster_tls) {
+      out = std::string(form.name) + "://";
       break;
-    case Scheme::Tls:
-      out = "rediss://";
-      break;
-    case Scheme::Unix:
-      out = "unix://";
-      break;
-    case Scheme::Sentinel:
-      out = sentinel_tls ? "sentinel+tls://" : "sentinel://";
-      break;
-    case Scheme::Cluster:
-      out = cluster_tls ? "cluster+tls://" : "cluster://";
-      break;
+    }
   }
   // "user:***@", "***@", and "user:@" for a user whose password comes from elsewhere ("user@"
   // would read as a password).
@@ -217,7 +248,7 @@ std::string ServerUrl::format(bool mark_password) const {
 
 ServerUrl ServerUrl::master_at(const std::string& at_host, int at_port) const {
   ServerUrl url;
-  if (uses_tls()) url.scheme = Scheme::Tls;
+  if (scheme == Scheme::Tls || (is_cluster() && cluster_tls) || (is_sentinel() && master_tls)) url.scheme = Scheme::Tls;
   url.host = at_host;
   url.port = at_port;
   url.user = user;
@@ -284,23 +315,15 @@ std::string take_scheme(std::string_view text, std::string_view& rest, ServerUrl
   auto scheme_end = rest.find("://");
   std::string scheme = scheme_end == std::string_view::npos ? "" : std::string(rest.substr(0, scheme_end));
   if (scheme_end != std::string_view::npos) rest.remove_prefix(scheme_end + 3);
-  if (scheme == "redis") {
-    url.scheme = ServerUrl::Scheme::Tcp;
-  } else if (scheme == "rediss") {
-    url.scheme = ServerUrl::Scheme::Tls;
-  } else if (scheme == "unix") {
-    url.scheme = ServerUrl::Scheme::Unix;
-  } else if (scheme == "sentinel" || scheme == "sentinel+tls") {
-    url.scheme = ServerUrl::Scheme::Sentinel;
-    url.sentinel_tls = scheme == "sentinel+tls";
-  } else if (scheme == "cluster" || scheme == "cluster+tls") {
-    url.scheme = ServerUrl::Scheme::Cluster;
-    url.cluster_tls = scheme == "cluster+tls";
+  if (const SchemeForm* form = scheme_form(scheme)) {
+    url.scheme = form->scheme;
+    url.sentinel_tls = form->sentinel_tls;
+    url.master_tls = form->master_tls;
+    url.cluster_tls = form->cluster_tls;
   } else if (!scheme.empty()) {
     config_error("unknown scheme '" + scheme +
-                 "://' in server URL (expected redis://, rediss://, unix://, sentinel://, sentinel+tls://, cluster://, "
-                 "cluster+tls:// or "
-                 "HOST:PORT)");
+                 "://' in server URL (expected redis://, rediss://, unix://, sentinel://, sentinel+tls://, "
+                 "sentinel+rediss://, cluster://, cluster+tls:// or HOST:PORT)");
   } else {
     refuse_scheme_without_slashes(text);
   }
@@ -473,9 +496,7 @@ std::vector<std::string> split_server_list(std::string_view text) {
     bool has_scheme = p.text.find("://") != std::string::npos;
     bool has_at = p.text.find('@') != std::string::npos;
     // A sentinel:// member's next sentinel, a cluster:// member's next seed (or the rest of its password).
-    if (!has_scheme && !out.empty() &&
-        (out.back().starts_with("sentinel://") || out.back().starts_with("sentinel+tls://") ||
-         out.back().starts_with("cluster://") || out.back().starts_with("cluster+tls://"))) {
+    if (!has_scheme && !out.empty() && starts_member_with_seeds(out.back())) {
       out.back() += "," + p.text;
       open.reset();
       continue;

@@ -3,6 +3,7 @@
 //   unix://[[USER]:PASSWORD@]/PATH[?db=N]         [[USER]:PASSWORD@]HOST:PORT
 //   sentinel://[[USER]:PASSWORD@]S1[:PORT][,S2[:PORT]…]/MASTERNAME[?db=N][&sentinel_password_file=PATH]
 //   sentinel+tls://… (TLS to every sentinel and to the master)
+//   sentinel+rediss://… (plain to the sentinels, TLS to the master)
 //   cluster://[[USER]:PASSWORD@]N1[:PORT][,N2[:PORT]…][?db=0]   cluster+tls://… (TLS to every node)
 // A sentinel:// URL is one member of the quorum: the master a Sentinel group names, found by asking
 // its sentinels (port 26379 unless given) in turn. Its user and password are the master's; the
@@ -39,7 +40,8 @@ struct ServerUrl {
   std::string master_name;
   std::optional<std::string> sentinel_password_file;
   std::optional<std::string> sentinel_password;
-  bool sentinel_tls = false;  // sentinel+tls://: the sentinels and the master over TLS
+  bool sentinel_tls = false;  // sentinel+tls://: the sentinels over TLS (and the master)
+  bool master_tls = false;    // sentinel+tls:// and sentinel+rediss://: the master over TLS
 
   // Cluster only: the nodes first asked for the slot map, and whether every node is reached over
   // TLS (cluster+tls://).
@@ -50,7 +52,7 @@ struct ServerUrl {
   bool is_cluster() const { return scheme == Scheme::Cluster; }
   // Whether connections for this entry (its own, or its nodes') need TLS.
   bool uses_tls() const {
-    return scheme == Scheme::Tls || (is_cluster() && cluster_tls) || (is_sentinel() && sentinel_tls);
+    return scheme == Scheme::Tls || (is_cluster() && cluster_tls) || (is_sentinel() && (sentinel_tls || master_tls));
   }
 
   // The URL with the password shown as "***" ("redis://***@h:1", "redis://user:***@h:1"): the only

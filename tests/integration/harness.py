@@ -420,14 +420,17 @@ class TlsServer(Server):
 class SentinelGroup:
     """A master, its replica and three redis-sentinel processes watching it as NAME (down-after-milliseconds
     1000), on free loopback ports; stop() kills them all. With TLS (CERT, KEY, CA), every one of them
-    speaks TLS only (replication and the sentinels' own connections too)."""
+    speaks TLS only (replication and the sentinels' own connections too); with PLAIN_SENTINELS as well,
+    the servers speak TLS only and the sentinels listen in plain text (sentinel+rediss://)."""
 
-    def __init__(self, workdir, index, master_password=None, sentinel_password=None, tls=None):
+    def __init__(self, workdir, index, master_password=None, sentinel_password=None, tls=None,
+                 plain_sentinels=False):
         self.workdir = workdir
         self.name = "m%d" % index
         self.master_password = master_password
         self.sentinel_password = sentinel_password
         self.tls = tls
+        self.tls_sentinels = bool(tls) and not plain_sentinels
         auth = ("--requirepass", master_password, "--masterauth", master_password) if master_password else ()
         if tls:
             self.servers = [TlsServer(workdir, index * 10 + k, *tls, extra=auth + ("--tls-replication", "yes"))
@@ -451,8 +454,9 @@ class SentinelGroup:
         port = Server(self.workdir, index).port  # a free port
         if self.tls:
             cert, key, ca = self.tls
-            listen = ["port 0", "tls-port %d" % port, "tls-cert-file %s" % cert, "tls-key-file %s" % key,
-                      "tls-ca-cert-file %s" % ca, "tls-replication yes", "tls-auth-clients no"]
+            ports = ["port 0", "tls-port %d" % port] if self.tls_sentinels else ["port %d" % port]
+            listen = ports + ["tls-cert-file %s" % cert, "tls-key-file %s" % key, "tls-ca-cert-file %s" % ca,
+                              "tls-replication yes", "tls-auth-clients no"]
         else:
             listen = ["port %d" % port]
         lines = listen + ["bind 127.0.0.1", "dir %s" % d, "logfile %s/log" % d,
@@ -495,7 +499,7 @@ class SentinelGroup:
             return None
 
     def sentinel_client(self, k=0):
-        tls = self.servers[0].client_context() if self.tls else None
+        tls = self.servers[0].client_context() if self.tls_sentinels else None
         return Resp(self.sentinels[k][0], password=self.sentinel_password, tls=tls)
 
     def replica_synced(self, server):
@@ -552,7 +556,7 @@ class SentinelGroup:
         userinfo = ":%s@" % self.master_password if self.master_password else ""
         hosts = ",".join("127.0.0.1:%d" % port for port, _ in self.sentinels)
         query = "?sentinel_password_file=%s" % password_file if password_file else ""
-        scheme = "sentinel+tls" if self.tls else "sentinel"
+        scheme = "sentinel+tls" if self.tls_sentinels else "sentinel+rediss" if self.tls else "sentinel"
         return "%s://%s%s/%s%s" % (scheme, userinfo, hosts, self.name, query)
 
     def shown(self, password_file=None):

@@ -304,6 +304,23 @@ TEST_CASE("server URLs: a Sentinel group is one member") {
           std::vector<std::string>{"sentinel+tls://s1,s2/m", "redis://c:3"});
     check_refused_without_secret("sentinel+tls:/s1/m");
   }
+  SUBCASE("sentinel+rediss:// asks plain sentinels and reaches the master over TLS") {
+    auto u = parse_server_url("sentinel+rediss://pw@s1:1,s2:2/m?db=2");
+    CHECK(u.is_sentinel());
+    CHECK_FALSE(u.sentinel_tls);
+    CHECK(u.master_tls);
+    CHECK(u.uses_tls());
+    CHECK(u.redacted() == "sentinel+rediss://***@s1:1,s2:2/m?db=2");
+    auto again = parse_server_url(u.without_password());
+    CHECK((again.master_tls && !again.sentinel_tls));
+    CHECK(u.master_at("10.0.0.5", 6380).redacted() == "rediss://***@10.0.0.5:6380/2");
+    CHECK(u.sentinel(0).scheme == ServerUrl::Scheme::Tcp);
+    CHECK(u.address() == parse_server_url("sentinel+tls://s2:2,s1:1/m").address());
+    CHECK(split_server_list("sentinel+rediss://s1,s2/m,redis://c:3") ==
+          std::vector<std::string>{"sentinel+rediss://s1,s2/m", "redis://c:3"});
+    check_refused_without_secret("sentinel+rediss:/s1/m");
+    check_refused_without_secret("sentinel+redis://pw@s1/m");
+  }
   SUBCASE("mistakes are configuration errors that never show the password") {
     for (const char* bad :
          {"sentinel://pw@s1", "sentinel://pw@s1/", "sentinel://pw@/m", "sentinel://pw@s1,/m", "sentinel://pw@s1:0/m",
