@@ -26,8 +26,8 @@ namespace redlock::cli {
 
 void write_token_file(const std::string& path, const std::string& token) {
   if (path.empty()) return;
-  if (int err = write_private_file(path, token + "\n")) {
-    config_error("--token-file '" + printable(path) + "': " + std::strerror(err));
+  if (std::string failed = write_private_file(path, token + "\n", "--token-file"); !failed.empty()) {
+    config_error(failed);
   }
 }
 
@@ -234,6 +234,7 @@ AcquirePlan plan_acquire(const AcquireOptions& o, const GlobalOptions& global) {
   if (global.verbose >= 1) report_place(plan.wait.on_retry, global, o.name);
   plan.spec.report_place = global.verbose >= 1;
   plan_queue(plan, o);
+  refuse_empty(global, o.token_file, "--token-file");
   require_private_file(o.token_file, "--token-file");
   return plan;
 }

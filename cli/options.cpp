@@ -265,8 +265,12 @@ Duration ttl_option(const std::string& text, const char* what) {
   return ms;
 }
 
+void refuse_empty(const GlobalOptions& global, const std::string& value, std::string_view flag) {
+  if (value.empty() && given_on_command_line(global, {flag})) usage_error(std::string(flag) + ": must not be empty");
+}
+
 void refuse_empty_token(const GlobalOptions& global, const std::string& token) {
-  if (token.empty() && given_on_command_line(global, {"--token"})) usage_error("--token: must not be empty");
+  refuse_empty(global, token, "--token");
 }
 
 namespace {
@@ -292,6 +296,7 @@ std::string read_token_file(const std::string& path) {
 std::string held_token(const GlobalOptions& global, const std::string& token, const std::string& token_file,
                        const std::string& key, bool inherit) {
   refuse_empty_token(global, token);
+  refuse_empty(global, token_file, "--token-file");
   const bool file_flag = given_on_command_line(global, {"--token-file"});
   if (given_on_command_line(global, {"--token"}) && file_flag) {
     usage_error("give either --token TOKEN or --token-file FILE, not both");

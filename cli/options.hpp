@@ -125,6 +125,9 @@ std::optional<std::string> inherited_token(const GlobalOptions& options, const s
 // A --token given empty on the command line is a usage error: a script's unset variable
 // (--token "$T") must not fall back to REDLOCK_TOKEN or to a new token.
 void refuse_empty_token(const GlobalOptions& global, const std::string& token);
+// A usage error when FLAG was given on the command line with an empty VALUE (a script's unset
+// variable), which would read as the option not given at all.
+void refuse_empty(const GlobalOptions& global, const std::string& value, std::string_view flag);
 // The token of a held lock KEY for extend and release: --token, else the first line of
 // --token-file (as acquire --token-file writes it: a token need never be in argv, where ps shows
 // it), else, when INHERIT, inherited_token. Empty when there is none. Both options on the command

@@ -21,32 +21,45 @@ int create_beside(const std::string& path, std::string& tmp) {
   return ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 }
 
+// What is at PATH when it is something a file of ours must not replace (a device, a pipe, a socket,
+// a directory: renamed over, it would be gone); nullptr when PATH is a regular file, nothing, or a
+// symbolic link (replaced, never followed: the file it names stays as it is).
+const char* not_replaceable(const std::string& path) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0 || S_ISREG(st.st_mode) || S_ISLNK(st.st_mode)) return nullptr;
+  if (S_ISDIR(st.st_mode)) return "a directory";
+  if (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)) return "a device";
+  if (S_ISFIFO(st.st_mode)) return "a pipe";
+  return "not a regular file";
+}
+
+std::string refusal(const std::string& option, const std::string& path, const char* what) {
+  return option + " '" + printable(path) + "' is " + what + "; only a regular file is replaced";
+}
+
 }  // namespace
 
 void require_private_file(const std::string& path, const std::string& option) {
   if (path.empty()) return;
-  int err = 0;
-  struct stat st {};
+  if (const char* what = not_replaceable(path)) config_error(refusal(option, path, what));
   std::string tmp;
-  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
-    err = EISDIR;
-  } else if (int fd = create_beside(path, tmp); fd < 0) {
-    err = errno;
+  if (int fd = create_beside(path, tmp); fd < 0) {
+    config_error(option + " '" + printable(path) + "': " + std::strerror(errno));
   } else {
     ::close(fd);
     ::unlink(tmp.c_str());
   }
-  if (err) config_error(option + " '" + printable(path) + "': " + std::strerror(err));
 }
 
-int write_private_file(const std::string& path, const std::string& content) {
+std::string write_private_file(const std::string& path, const std::string& content, const std::string& option) {
+  // Checked before, and again here: what appeared there since is left alone too.
+  if (const char* what = not_replaceable(path)) return refusal(option, path, what);
   std::string tmp;
   int fd = create_beside(path, tmp);
-  if (fd < 0) return errno;
-  bool ok =
-      fchmod(fd, 0600) == 0 && ::write(fd, content.data(), content.size()) == static_cast<ssize_t>(content.size());
+  bool ok = fd >= 0 && fchmod(fd, 0600) == 0 &&
+            ::write(fd, content.data(), content.size()) == static_cast<ssize_t>(content.size());
   int err = ok ? 0 : errno;
-  if (::close(fd) != 0 && ok) {
+  if (fd >= 0 && ::close(fd) != 0 && ok) {
     ok = false;
     err = errno;
   }
@@ -54,7 +67,7 @@ int write_private_file(const std::string& path, const std::string& content) {
     ok = false;
     err = errno;
   }
-  if (!ok) ::unlink(tmp.c_str());
-  return err;
+  if (fd >= 0 && !ok) ::unlink(tmp.c_str());
+  return ok ? "" : option + " '" + printable(path) + "': " + std::strerror(err);
 }
 }  // namespace redlock::cli

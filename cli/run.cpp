@@ -87,6 +87,7 @@ RunPlan plan_run(const RunOptions& o, const GlobalOptions& global) {
   }
   // The report is how a caller learns the outcome: a place it cannot be written is found out
   // before the lock is taken or the command run.
+  refuse_empty(global, o.report, "--report");
   require_private_file(o.report, "--report");
   return plan;
 }
@@ -94,8 +95,8 @@ RunPlan plan_run(const RunOptions& o, const GlobalOptions& global) {
 // Mode 0600: it carries the token.
 void write_report(const std::string& path, const Json& report, const GlobalOptions& global, bool warn_on_failure) {
   if (path.empty()) return;
-  int err = write_private_file(path, json_text(report) + "\n");
-  if (err && warn_on_failure) warn(global, "--report '" + printable(path) + "': " + std::strerror(err));
+  std::string failed = write_private_file(path, json_text(report) + "\n", "--report");
+  if (!failed.empty() && warn_on_failure) warn(global, failed);
 }
 
 // A regular file shows its last byte; on a pipe or a terminal it cannot be seen, and a line break

@@ -938,7 +938,7 @@ class Child(RunTest):
                 r = self.rl("run", "other", "--report", report, "--", "touch", marker)
                 self.assertEqual(r.code, 78, r)
                 self.assertEqual(len(r.stderr.splitlines()), 1, r)
-                self.assertRegex(r.stderr, r"^redlock: error: --report '.*': (No such file or directory|Is a directory)")
+                self.assertRegex(r.stderr, r"^redlock: error: --report '.*'(: No such file or directory| is a directory;)")
                 self.assertFalse(os.path.exists(marker))
                 self.assertEqual(self.cluster.values("other"), [None] * 5)
 
@@ -979,6 +979,40 @@ class PrivateFiles(RunTest):
                     for name in os.listdir(self.tmp):
                         if ".tmp." in name and not os.path.islink(self.path(name)):
                             self.fail("temporary file left: " + name)
+
+
+    def test_a_device_or_a_pipe_is_never_replaced(self):
+        # Renamed over, /dev/null would be a file of ours: refused before anything is taken, and
+        # where one appeared since (the command made it), left alone with a warning.
+        fifo = self.path("fifo")
+        os.mkfifo(fifo)
+        for option in ("--report", "--token-file"):
+            for path, what in ((os.devnull, "a device"), (fifo, "a pipe")):
+                with self.subTest(option=option, path=path):
+                    r = self.rl("run", "job", option, path, "--", "touch", self.path("ran"))
+                    self.assertEqual((r.code, r.stderr), (78, "redlock: error: %s '%s' is %s; only a regular file is "
+                                                              "replaced\n" % (option, path, what)), r)
+                    self.assertFalse(os.path.exists(self.path("ran")))
+                    self.assertEqual(self.cluster.values("job"), [None] * 5)
+        self.assertTrue(stat.S_ISCHR(os.stat(os.devnull).st_mode))
+        self.assertTrue(stat.S_ISFIFO(os.lstat(fifo).st_mode))
+        late = self.path("late")
+        r = self.rl("run", "job", "--report", late, "--", "mkfifo", late)
+        self.assertEqual(r.code, 0, r)
+        self.assertIn("--report '%s' is a pipe; only a regular file is replaced" % late, r.stderr)
+        self.assertTrue(stat.S_ISFIFO(os.lstat(late).st_mode))
+        self.assertEqual([n for n in os.listdir(self.tmp) if ".tmp." in n], [])
+
+    def test_an_empty_path_is_a_usage_error(self):
+        for option in ("--report", "--token-file"):
+            with self.subTest(option=option):
+                r = self.rl("run", "job", option, "", "--", "touch", self.path("ran"))
+                self.assertEqual((r.code, r.stderr), (64, "redlock: error: %s: must not be empty\n" % option), r)
+                self.assertFalse(os.path.exists(self.path("ran")))
+        for command in (["acquire", "-n"], ["release"], ["extend"]):
+            with self.subTest(command=command[0]):
+                r = self.rl(*command, "job", "--token-file", "")
+                self.assertEqual((r.code, r.stderr), (64, "redlock: error: --token-file: must not be empty\n"), r)
 
 
 class TokenFile(RunTest):
