@@ -400,8 +400,6 @@ class Acquisition {
   }
 
   void deliver(Json& j, const AcquireResult& r, int signal) {
-    // A reader that went away must fail the write (EPIPE), not kill us with the lock held.
-    std::signal(SIGPIPE, SIG_IGN);
     bool delivered = true;
     if (global_.json) {
       json_acquisition(j, r);

@@ -3,6 +3,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <csignal>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -500,6 +501,16 @@ void fill_standard_descriptors() {
   }
 }
 
+// A command that gives one answer and whose reader went away fails its write (EPIPE) and says so
+// (78) instead of being killed unheard, after it may have changed a lock. Not run and elect, whose
+// command inherits SIGPIPE as it was, nor watch, which ends as `tail -f` does when its reader goes.
+void fail_writes_to_a_closed_pipe(const std::string& word, const Words& words) {
+  if (word == "run" || word == "elect" || word == "watch") {
+    if (!wants_help(words)) return;
+  }
+  std::signal(SIGPIPE, SIG_IGN);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -515,6 +526,7 @@ int main(int argc, char** argv) {
     return fail(wants_json(words), "", exit_code::kUsage, e.what());
   }
   const std::string word = first_word(words);
+  fail_writes_to_a_closed_pipe(word, words);
   const bool version_only = word.empty() && wants_version(words);
   if (!version_only) {
     // Before the options are built and parsed: its settings count as the environment's, below them.

@@ -498,6 +498,24 @@ class TokenNobodySaw(ClusterTest):
         self.assertEqual(p.stderr.decode().splitlines(), ["redlock: error: stdout: Broken pipe; the lock was given back"])
         self.assertEqual(self.cluster.values("job"), [None] * 3)
 
+    def test_every_answer_to_a_reader_that_went_away_is_78_not_a_signal(self):
+        # SIGPIPE would end the command unheard (141), after a release had taken effect.
+        token = self.rl("acquire", "held").out.decode().strip()
+        env = dict(clean_env(None), REDLOCK_SERVERS=self.cluster.spec)
+        for args in (["status", "held"], ["--json", "status", "held"], ["list"], ["--version"], ["--help"],
+                     ["help", "run"], ["completion", "bash"], ["--json", "release", "held", "--token", token]):
+            with self.subTest(args=args):
+                r, w = os.pipe()
+                os.close(r)
+                try:
+                    p = subprocess.run([redlock_binary()] + args, env=env, stdout=w, stderr=subprocess.PIPE,
+                                       timeout=30)
+                finally:
+                    os.close(w)
+                self.assertEqual(p.returncode, 78, p)
+                self.assertEqual(p.stderr.decode().splitlines()[-1:], ["redlock: error: stdout: Broken pipe"], p)
+        self.assertEqual(self.cluster.values("held"), [None] * 3)  # the release took effect, and said so
+
 
 class Names(ClusterTest):
     N = 3
