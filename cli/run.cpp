@@ -3,9 +3,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <utility>
 
 #include "commands.hpp"
 #include "core/lock/faults.hpp"
@@ -126,7 +128,8 @@ void write_error_report(const std::string& path, Json& report, const Error& e, c
 }
 
 const std::vector<int>& run_signals() {
-  static const std::vector<int> signals = {SIGHUP, SIGINT, SIGQUIT, SIGUSR1, SIGUSR2, SIGTERM, SIGCHLD};
+  // SIGTSTP too: stopped by its default action, redlock would stop while the command ran on.
+  static const std::vector<int> signals = {SIGHUP, SIGINT, SIGQUIT, SIGUSR1, SIGUSR2, SIGTERM, SIGCHLD, SIGTSTP};
   return signals;
 }
 
@@ -168,7 +171,12 @@ class Runner {
   Duration retry_delay() const { return plan_.acquire.wait.retry_delay; }
 
   bool rest(Duration duration) {
-    transport_->run_until([&] { return signals_->pending(kStopWaiting); }, Clock::now() + duration);
+    transport_->run_until(
+        [&] {
+          stop_if_asked();
+          return signals_->pending(kStopWaiting);
+        },
+        Clock::now() + duration);
     return !signals_->pending(kStopWaiting);
   }
 
@@ -215,7 +223,10 @@ class Runner {
   // it came is given back: Interrupted).
   AcquireResult take_lock(int& stopped_by) {
     AcquirePlan& ap = plan_.acquire;
-    ap.wait.interrupted = [this] { return signals_->pending(kStopWaiting); };
+    ap.wait.interrupted = [this] {
+      stop_if_asked();
+      return signals_->pending(kStopWaiting);
+    };
     AcquireResult acq = cli::take_lock(*redlock_, ap);
     verbose_servers(global_, acq.servers);
     report_["acquired"] = acq.outcome == AcquireOutcome::Acquired;
@@ -234,6 +245,10 @@ class Runner {
     // The signals that came while waiting were for redlock: TERM, INT and HUP end the wait, and
     // QUIT, USR1 and USR2 are dropped rather than delivered to the command the moment it starts.
     for (const auto& caught : signals_->take()) {
+      if (caught.sig == SIGTSTP) {
+        stop_requested_ = true;  // stopped with the command, once it runs
+        continue;
+      }
       bool stops = stops_waiting(caught.sig);
       if (stops && !stopped_by) stopped_by = caught.sig;
       if (stops && !stopped_by_) stopped_by_ = caught.sig;
@@ -348,7 +363,7 @@ class Runner {
         }
         return lost;
       }
-      if (child.stopped() && lost.empty()) lost = follow_stop(child, lease);
+      if ((child.stopped() || stop_requested_) && lost.empty()) lost = follow_stop(child, lease);
 
       switch (lease.poll()) {
         case Lease::Event::Renewed:
@@ -390,17 +405,35 @@ class Runner {
 
   void forward_signals(const Child& child) {
     for (const auto& caught : signals_->take()) {
+      if (caught.sig == SIGTSTP) {
+        stop_requested_ = true;
+        continue;
+      }
       if (caught.sig != SIGCHLD) child.signal_group(caught.sig);
       if (stops_waiting(caught.sig) && !stopped_by_) stopped_by_ = caught.sig;
     }
   }
 
+  // While nothing runs: a SIGTSTP stops redlock, as its default action would have.
+  void stop_if_asked() {
+    if (!signals_->take(SIGTSTP)) return;
+    verbose(global_, 1, "stopped (SIGTSTP)");
+    raise(SIGSTOP);
+  }
+
   // The command was stopped from the terminal (^Z): we stop with it, so that the shell gets the
-  // terminal back. Once continued (fg, bg), the command runs again only if the lock can still be
-  // valid; else it is killed before it runs again. Returns why the lock was lost, or empty.
+  // terminal back; or SIGTSTP came to redlock alone: the command stops with us. Once continued (fg,
+  // bg, SIGCONT), the command runs again only if the lock can still be valid; else it is killed
+  // before it runs again. Returns why the lock was lost, or empty.
   std::string follow_stop(Child& child, const Lease& lease) {
-    verbose(global_, 1, "the command was stopped; stopping too");
-    child.stop_with_child();
+    if (std::exchange(stop_requested_, false)) {
+      verbose(global_, 1, "stopped (SIGTSTP); stopping the command too");
+      child.stop_both();
+    } else {
+      verbose(global_, 1, "the command was stopped; stopping too");
+      child.stop_with_child();
+    }
+    signals_->discard(SIGTSTP);  // what stop_with_child sent our group, ourselves included
     if (Clock::now() < lease.valid_until() - plan_.kill_after - kill_margin(plan_.acquire.spec.ttl)) {
       child.resume();
       return {};
@@ -519,7 +552,8 @@ class Runner {
   SignalCatcher* signals_;
   Fd passwords_;  // the child's REDLOCK_PASSWORD_FD
   bool elect_ = false;
-  int stopped_by_ = 0;  // the first TERM, INT or HUP that ended a wait or was forwarded
+  int stopped_by_ = 0;           // the first TERM, INT or HUP that ended a wait or was forwarded
+  bool stop_requested_ = false;  // a SIGTSTP came to redlock alone while it held the lock
 };
 
 Terms::Terms(const RunOptions& o, const GlobalOptions& global, Json& report, SignalCatcher& signals)

@@ -65,6 +65,22 @@ std::vector<SignalCatcher::Caught> SignalCatcher::take() {
   return out;
 }
 
+bool SignalCatcher::take(int sig) {
+  const bool caught = g_caught[sig] != 0;
+  g_caught[sig] = 0;
+  return caught;
+}
+
+void SignalCatcher::discard(int sig) {
+  sigset_t one;
+  sigemptyset(&one);
+  sigaddset(&one, sig);
+  const timespec now{};
+  while (sigtimedwait(&one, nullptr, &now) == sig) {
+  }
+  g_caught[sig] = 0;
+}
+
 bool SignalCatcher::pending(const std::vector<int>& signals) const {
   for (int s : signals) {
     if (g_caught[s]) return true;

@@ -29,6 +29,10 @@ class SignalCatcher {
   int first_caught(const std::vector<int>& signals) const;
   // Whether any signal is waiting to be taken.
   bool any() const;
+  // Takes SIG alone: whether it was caught.
+  bool take(int sig);
+  // Drops SIG, caught or still blocked on its way: one we sent ourselves and have dealt with.
+  void discard(int sig);
 
   // In the child, before exec: the dispositions and mask as they were before us. System calls only
   // (the child shares our memory until it execs).

@@ -304,12 +304,15 @@ bool Child::reap() {
 
 void Child::stop_with_child() {
   give_terminal(getpgrp());
-  // SIGTSTP to our whole group (a pipeline we are part of stops with us), and SIGSTOP to ourselves
-  // should SIGTSTP be ignored here: a shell sees its job stopped only when every member is.
-  struct sigaction tstp {};
-  sigaction(SIGTSTP, nullptr, &tstp);
+  // SIGTSTP to our whole group (a pipeline we are part of stops with us), and SIGSTOP to ourselves,
+  // who catch SIGTSTP: a shell sees its job stopped only when every member is.
   kill(0, SIGTSTP);
-  if (tstp.sa_handler == SIG_IGN) raise(SIGSTOP);
+  raise(SIGSTOP);
+}
+
+void Child::stop_both() {
+  signal_group(SIGSTOP);
+  raise(SIGSTOP);
 }
 
 void Child::resume() {

@@ -45,6 +45,10 @@ class Child {
   // After a ^Z: takes the terminal back and stops our own process group, as the child's was, so
   // that the shell that started us sees its job stopped. Returns once we are continued.
   void stop_with_child();
+  // After a SIGTSTP sent to redlock alone (kill -TSTP): stops the child's process group, then
+  // ourselves, so that the command never runs on while its lock cannot be renewed. Returns once
+  // we are continued.
+  void stop_both();
   // Continues a stopped child, handing it the terminal again when we have it (fg, not bg).
   void resume();
   // The shell convention: the exit code, or 128+N when killed by signal N.

@@ -268,6 +268,40 @@ class Signals(RunTest):
                 self.assertFalse(pid_alive(child))
                 self.assertEqual(self.cluster.values("job"), [None] * 5)
 
+    def process_state(self, pid):
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+
+    def test_sigtstp_to_redlock_alone_stops_the_command_too(self):
+        # Stopped by SIGTSTP's default action, redlock would stop renewing while the command ran on
+        # unlocked. The command stops with it; continued in time, it runs on to the end.
+        p, child = self.start("--ttl", "3s")
+        os.kill(p.pid, signal.SIGTSTP)
+        wait_for(lambda: self.process_state(p.pid) == "T", timeout=5, what="redlock stopped")
+        wait_for(lambda: self.process_state(child) == "T", timeout=5, what="the command stopped")
+        os.kill(p.pid, signal.SIGCONT)
+        wait_for(lambda: self.process_state(child) != "T", timeout=5, what="the command continued")
+        os.kill(p.pid, signal.SIGTERM)
+        p.wait(timeout=10)
+        self.assertEqual(p.returncode, 128 + signal.SIGTERM, p.stderr.read())
+
+    def test_sigtstp_past_the_validity_kills_the_command_before_another_holder_gets_in(self):
+        log = self.path("log")
+        p, child = self.start("--ttl", "1s", cmd=["sh", "-c", "echo $$ > %s; while :; do echo A >> %s; sleep 0.05; "
+                                                  "done" % (self.path("child"), log)])
+        wait_for(lambda: os.path.exists(log), what="the command to write")
+        os.kill(p.pid, signal.SIGTSTP)
+        wait_for(lambda: self.process_state(child) == "T", timeout=5, what="the command stopped")
+        time.sleep(1.2)  # past the lock's TTL: free for another holder
+        r = self.rl("run", "-n", "job", "--", "sh", "-c", "echo B >> %s" % log)
+        self.assertEqual(r.code, 0, r)
+        os.kill(p.pid, signal.SIGCONT)
+        p.wait(timeout=10)
+        self.assertEqual(p.returncode, 79, p.stderr.read())
+        self.assertFalse(pid_alive(child))
+        with open(log) as f:
+            self.assertEqual(f.read().split()[-1], "B")  # nothing of the first command after the second
+
     def signal_with_a_grandchild(self, sig):
         """Starts `sh -c` that waits for a background sleep (not exec'd), sends SIG to redlock once
         both run, and returns the pids of the child and the grandchild."""
