@@ -108,7 +108,8 @@ OptionRow<Settings> slot_row(int Settings::*slot) {
           .help =
               "the semaphore slot the token holds, as in --slot \"$REDLOCK_SLOT\" in a run's command (else found from "
               "the token)",
-          .target = slot};
+          .target = slot,
+          .check = slot_range};
 }
 // --shared (REDLOCK_SHARED): the lock is taken, renewed and released as a reader of the shared
 // mode. One row, in the table of every command that takes it.

@@ -132,6 +132,14 @@ CLI::Validator limit_range() {
   return CLI::Range(std::size_t{1}, kMaxLimit);
 }
 
+CLI::Validator queue_range() {
+  return CLI::Range(std::size_t{0}, std::size_t{1000000});
+}
+
+CLI::Validator slot_range() {
+  return CLI::Range(0, static_cast<int>(kMaxLimit) - 1);
+}
+
 CLI::Validator until_values() {
   return CLI::IsMember({"released", "free"});
 }

@@ -104,6 +104,8 @@ CLI::Validator exit_status_range();  // 0 to 255
 CLI::Validator drift_range();        // 0 to 0.5
 CLI::Validator term_count_range();   // 1 or more
 CLI::Validator limit_range();        // 1 to kMaxLimit
+CLI::Validator queue_range();        // 0 to 1,000,000
+CLI::Validator slot_range();         // 0 to kMaxLimit - 1
 CLI::Validator until_values();       // released or free
 
 // The row of ROWS whose flags include NAME ("--kill-after"); nullptr when none.

@@ -137,8 +137,10 @@ class Fair(ClusterTest):
         self.assertEqual(j["reason"], "busy")
         self.assertIn("queued ahead", j["message"])
         self.assertEqual(self.queued(), 2)  # it left the queue
-        r = self.rl("acquire", "-w", "20s", "--max-queue", "2x", "job")
-        self.assertEqual(r.code, 64, r)
+        for bad in ("2x", "-1"):  # -1 used to wrap to 2^64 - 1, and give up at once
+            r = self.rl("acquire", "-w", "20s", "--max-queue", bad, "job")
+            self.assertEqual(r.code, 64, r)
+            self.assertIn("--max-queue", r.stderr)
         self.assertEqual(self.rl("release", "--token", token, "job").code, 0)
         self.finish(procs)
 

@@ -133,10 +133,17 @@ class Semaphore(ClusterTest):
         self.assertEqual(wrong.code, 1, wrong)
         self.assertEqual(self.rl("--json", "status", "--limit", "3", "jobs").json()["held"], 2)
         for name, args, says in (("other", ["--slot", "0"], "--slot needs --limit"),
-                                 ("jobs", ["--limit", "3", "--slot", "3"], "slots 0 to 2")):
+                                 ("jobs", ["--limit", "3", "--slot", "3"], "slots 0 to 2"),
+                                 # Below 0 read as no --slot at all, and acted on the plain key NAME.
+                                 ("jobs", ["--limit", "3", "--slot", "-1"], "--slot: Value -1 not in range")):
             r = self.rl("release", *args, "--token", a["token"], name)
             self.assertEqual((r.code, r.out), (64, b""), r)
             self.assertIn(says, r.stderr)
+        mutex = self.rl("acquire", "jobs").out.decode().strip()
+        r = self.rl("release", "--slot", "-1", "--force", "jobs")
+        self.assertEqual((r.code, r.out), (64, b""), r)
+        self.assertEqual(self.cluster.values("jobs"), [mutex.encode()] * self.N)  # the mutex NAME untouched
+        self.assertEqual(self.rl("release", "--token", mutex, "jobs").code, 0)
         # --force with --slot frees that slot alone, whoever holds it.
         self.assertEqual(self.rl("release", "--limit", "3", "--slot", str(b["slot"]), "--force", "jobs").code, 0)
         holders = self.rl("--json", "status", "--limit", "3", "jobs").json()["holders"]
