@@ -138,6 +138,13 @@ std::vector<std::string> end_run_options(const CLI::App& run, std::vector<std::s
   return words;
 }
 
+// The words after the first "--" that follows the command's word AT.
+std::vector<std::string> words_after_dashes(const std::vector<std::string>& words, std::size_t at) {
+  const auto dashes = std::find(words.begin() + static_cast<std::ptrdiff_t>(std::min(at, words.size())), words.end(),
+                                std::string("--"));
+  return dashes == words.end() ? std::vector<std::string>{} : std::vector<std::string>(dashes + 1, words.end());
+}
+
 // Global options may come after the subcommand (`redlock status -S URL NAME --json`): they are moved
 // in front of it, up to a "--" (after which everything is run's command). The pointers are into WORDS.
 std::vector<char*> globals_first(Words& words) {
@@ -538,8 +545,10 @@ int main(int argc, char** argv) {
   }
   if (is_command(word) && !wants_help(words)) global.only_named = &words;
   auto app = make_app(global, action, version_only ? nullptr : &word);
-  if (word == "run" || word == "elect")
+  if (word == "run" || word == "elect") {
     words = end_run_options(*app->get_subcommand(word), words, command_index(words));
+    global.command_words = words_after_dashes(words, command_index(words));
+  }
   const bool json = wants_json(words);
   for (std::size_t i = 1; i < words.size() && words[i] != "--"; ++i) global.words.push_back(words[i]);
   Words parsed = words;

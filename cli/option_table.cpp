@@ -84,7 +84,9 @@ CLI::Option* add_option_row(CLI::App& app, const RowSpec& row, OptionValue value
       },
       value);
   if (!row.type_name.empty()) option->type_name(std::string(row.type_name));
-  if (row.repeatable) option->type_size(1)->expected(1)->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  // Each value as written: CLI11 would read "[a,b]" as the list a, b ("-S [::1]" as "::1").
+  if (row.repeatable)
+    option->type_size(1)->expected(1)->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)->allow_extra_args(false);
   if (!row.env.empty() && !row.env_by_hand) option->envname(std::string(row.env));
   if (row.check) option->check(row.check());
   if (row.show_default) option->capture_default_str();

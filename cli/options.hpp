@@ -64,6 +64,9 @@ struct GlobalOptions {
   // The command line's words up to "--", to tell an option given there from one that came from
   // the environment (see given_on_command_line).
   std::vector<std::string> words;
+  // run's and elect's CMD as written: the words after their "--" (see end_run_options). CLI11 would
+  // read a word "[a,b]" as the two words a and b.
+  std::vector<std::string> command_words;
   ConfigFile config;
   mutable std::optional<Duration> parsed_timeout;  // see request_timeout
   // When set, only the options named in these words or set in their variable are built (see

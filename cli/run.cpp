@@ -48,12 +48,13 @@ RunPlan plan_run(const RunOptions& o, const GlobalOptions& global) {
   plan.acquire = plan_acquire(o.acquire, global);
   // Flag, then environment: a CMD on the command line beats a REDLOCK_COMMAND.
   const bool command_flag = given_on_command_line(global, {"-c", "--command"});
-  if (command_flag && !o.argv.empty()) usage_error("give either -c STR or -- CMD [ARG...], not both");
-  if (!o.command.empty() && o.argv.empty()) {
+  const std::vector<std::string>& argv = global.command_words.empty() ? o.argv : global.command_words;
+  if (command_flag && !argv.empty()) usage_error("give either -c STR or -- CMD [ARG...], not both");
+  if (!o.command.empty() && argv.empty()) {
     const char* shell = std::getenv("SHELL");
     plan.argv = {shell && *shell ? shell : "/bin/sh", "-c", o.command};
-  } else if (!o.argv.empty()) {
-    plan.argv = o.argv;
+  } else if (!argv.empty()) {
+    plan.argv = argv;
   } else {
     usage_error("run needs a command: -- CMD [ARG...] or -c 'SHELL COMMAND'");
   }

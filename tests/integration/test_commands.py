@@ -849,6 +849,10 @@ class BadInput(ClusterTest):
                              "error": {"code": 64, "message": j["error"]["message"]}})
         r = self.rl("acquire", "job", servers="redis://[::1", env={"REDLOCK_JSON": "1"})
         self.assertEqual(r.json()["error"]["code"], 78)
+        # "[::1]" is a host in brackets, on port 6379, not a list of one for CLI11 to unwrap.
+        r = self.rl("-S", "[::1]", "-S", self.cluster.servers[0].url, "--json", "--timeout", "50ms", "status", "job",
+                    servers=None)
+        self.assertEqual([s["server"] for s in r.json()["servers"]][:1], ["redis://[::1]:6379"], r)
         # A parse error answers in JSON exactly when the --json flag would have: its value and
         # REDLOCK_JSON's read as a flag's.
         for args, env, json_wanted in ((["--json=true"], None, True), (["--json=false"], None, False),

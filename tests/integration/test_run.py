@@ -224,6 +224,9 @@ class CommandLine(RunTest):
             (["run", "job", "sh", "-c", "echo hi"], "hi\n"),
             (["run", "job", "sh", "-c", "echo $0 $1", "-v", "--json"], "-v --json\n"),
             (["run", "job", "printf", "%s,", "-q", "-S", "x", "--ttl", "--", "-w"], "-q,-S,x,--ttl,--,-w,"),
+            # Not read as CLI11's lists: "[a,b]" stays one word.
+            (["run", "job", "printf", "%s|", "[a,b]", "[]", "x"], "[a,b]|[]|x|"),
+            (["run", "job", "--", "printf", "%s|", "[y]", "--", "[z]"], "[y]|--|[z]|"),
         ]
         for args, out in cases:
             with self.subTest(args=args):
