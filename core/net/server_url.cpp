@@ -174,23 +174,28 @@ void parse_host_port(std::string_view hostport, ServerUrl& url, const std::strin
   if (!port.empty()) url.port = parse_number(port, 1, 65535, "port", shown);
 }
 
-// A scheme written without its "//" ("redis:/host", "redis:host", "redis//host"), which would
-// otherwise be read as a bare HOST:PORT and refused for something else. Not "redis:6379" (a host
-// named redis), nor anything with user information ("redis:pw@host" is the user redis).
+// A scheme written without its "//" ("redis:/host", "redis:host", "redis//host", "redis:/pw@host"),
+// which would otherwise be read as a bare HOST:PORT and refused for something else, or sent to the
+// server as the user "redis" and a password. Not "redis:6379" (a host named redis), nor user
+// information that may be meant ("redis:pw@host" is the user redis); shown without what comes
+// before an '@'.
 void refuse_scheme_without_slashes(std::string_view text) {
-  if (text.find('@') != std::string_view::npos) return;
+  const auto at = text.rfind('@');
   for (const auto& each : kSchemeForms) {
     std::string_view scheme = each.name;
     if (text.size() <= scheme.size() || text.substr(0, scheme.size()) != scheme) continue;
     std::string_view rest = text.substr(scheme.size());
     if (rest[0] != ':' && rest[0] != '/') continue;
+    if (at != std::string_view::npos && !rest.starts_with(":/") && rest[0] != '/') return;
     if (rest[0] == ':' && rest.size() > 1 && rest.find_first_not_of("0123456789", 1) == std::string_view::npos) return;
+    const std::string shown =
+        at == std::string_view::npos ? std::string(text) : std::string(scheme) + ":***" + std::string(text.substr(at));
     const std::string form = scheme == "unix" ? "unix:///PATH[?db=N]"
                              : scheme.starts_with("sentinel")
                                  ? std::string(scheme) + "://S1[:PORT][,S2[:PORT]…]/MASTERNAME"
                              : scheme.starts_with("cluster") ? std::string(scheme) + "://N1[:PORT][,N2[:PORT]…]"
                                                              : std::string(scheme) + "://HOST[:PORT][/DB]";
-    config_error("malformed server URL '" + std::string(text) + "' (expected " + form + ")");
+    config_error("malformed server URL '" + shown + "' (expected " + form + ")");
   }
 }
 
@@ -424,6 +429,11 @@ void parse_sentinel_rest(std::string_view rest, ServerUrl& url, const std::strin
   url.master_name = std::string(rest.substr(slash + 1));
   if (url.master_name.find_first_of("/#") != std::string::npos) {
     config_error("bad master name in server URL '" + shown + "'");
+  }
+  // "sentinel://s1/m,h:6379": a standalone server after a Sentinel member that lost its scheme.
+  if (url.master_name.find(',') != std::string::npos) {
+    config_error("a ',' after the master name in server URL '" + shown +
+                 "' (a server listed after a Sentinel member is written redis://HOST[:PORT])");
   }
   parse_endpoints(rest.substr(0, slash), 26379, url.sentinels, shown);
 }

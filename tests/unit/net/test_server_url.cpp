@@ -188,6 +188,15 @@ TEST_CASE("server URLs: a scheme without its slashes is a malformed URL") {
   // A host named like a scheme, and a user named so, are what they say.
   CHECK(parse_server_url("redis:6379").host == "redis");
   CHECK(parse_server_url("unix:7000").port == 7000);
+  // A scheme that lost a slash before user information is malformed too, shown without the password.
+  for (const char* bad : {"redis:/u:pw@h:1", "redis:/pw@h:1", "rediss:/pw@h", "redis//u:pw@h:1"}) {
+    check_refused_without_secret(bad);
+    CHECK(message(bad).starts_with("malformed server URL '"));
+  }
+  CHECK(message("redis:/u:pw@h:1") == "malformed server URL 'redis:***@h:1' (expected redis://HOST[:PORT][/DB])");
+  // The bare USER:PASSWORD@HOST:PORT form with the user "redis".
+  CHECK(*parse_server_url("redis:pw@h:1").user == "redis");
+  CHECK(*parse_server_url("redis:pw@h:1").password == "pw");
   CHECK(parse_server_url("redis:pw@h:1").user == "redis");
   // What is missing is named, before anything that follows it.
   CHECK(message("redis:///0").find("missing host") == 0);
@@ -322,9 +331,9 @@ TEST_CASE("server URLs: a Sentinel group is one member") {
     check_refused_without_secret("sentinel+redis://pw@s1/m");
   }
   SUBCASE("mistakes are configuration errors that never show the password") {
-    for (const char* bad :
-         {"sentinel://pw@s1", "sentinel://pw@s1/", "sentinel://pw@/m", "sentinel://pw@s1,/m", "sentinel://pw@s1:0/m",
-          "sentinel://pw@s1/m?x=1", "sentinel://pw@s1/m?db=x", "sentinel://pw@s1/m/n", "sentinel:/s1/m"}) {
+    for (const char* bad : {"sentinel://pw@s1", "sentinel://pw@s1/", "sentinel://pw@/m", "sentinel://pw@s1,/m",
+                            "sentinel://pw@s1:0/m", "sentinel://pw@s1/m?x=1", "sentinel://pw@s1/m?db=x",
+                            "sentinel://pw@s1/m/n", "sentinel:/s1/m", "sentinel://pw@s1/m,h:6379"}) {
       check_refused_without_secret(bad);
     }
   }
