@@ -4,6 +4,7 @@
 #include <pwd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -269,8 +270,19 @@ void refuse_empty(const GlobalOptions& global, const std::string& value, std::st
   if (value.empty() && given_on_command_line(global, {flag})) usage_error(std::string(flag) + ": must not be empty");
 }
 
+namespace {
+
+// A token is printed alone on a line, and read as one word in the scripts' records.
+void refuse_control_characters(const std::string& token, std::string_view from) {
+  if (std::any_of(token.begin(), token.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; }))
+    usage_error(std::string(from) + ": control characters (a line break, a tab) are not allowed in a token");
+}
+
+}  // namespace
+
 void refuse_empty_token(const GlobalOptions& global, const std::string& token) {
   refuse_empty(global, token, "--token");
+  refuse_control_characters(token, "--token");
 }
 
 namespace {
@@ -312,6 +324,7 @@ std::optional<std::string> inherited_token(const GlobalOptions& options, const s
   if (locks.empty()) {
     auto token = environment_value("REDLOCK_TOKEN");
     if (!token || token->empty()) return std::nullopt;
+    refuse_control_characters(*token, "REDLOCK_TOKEN");
     return token;
   }
   if (auto* lock = find_enclosing(locks, key, servers_signature(configured_servers(options)))) return lock->token;

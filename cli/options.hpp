@@ -126,7 +126,8 @@ LockKeys lock_keys(const GlobalOptions& options, const std::string& name);
 // take a second lock must exclude each other); outside any run, REDLOCK_TOKEN. nullopt when none.
 std::optional<std::string> inherited_token(const GlobalOptions& options, const std::string& key);
 // A --token given empty on the command line is a usage error: a script's unset variable
-// (--token "$T") must not fall back to REDLOCK_TOKEN or to a new token.
+// (--token "$T") must not fall back to REDLOCK_TOKEN or to a new token. So is one with a control
+// character (a line break): a token is printed on a line of its own.
 void refuse_empty_token(const GlobalOptions& global, const std::string& token);
 // A usage error when FLAG was given on the command line with an empty VALUE (a script's unset
 // variable), which would read as the option not given at all.

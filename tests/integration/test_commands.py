@@ -828,6 +828,11 @@ class BadInput(ClusterTest):
         for args in (["acquire", "job"], ["extend", "job"], ["release", "job"], ["run", "job", "--", "true"]):
             self.assert_error(args[:2] + ["--token", ""] + args[2:], 64, "--token: must not be empty",
                               env={"REDLOCK_TOKEN": "inherited"})
+        # A token is printed on a line of its own: no line break, no other control character.
+        for args in (["acquire", "job"], ["extend", "job"], ["release", "job"], ["run", "job", "--", "true"]):
+            self.assert_error(args[:2] + ["--token", "a\nb"] + args[2:], 64, "--token: control characters")
+            self.assert_error(args, 64, "REDLOCK_TOKEN: control characters", env={"REDLOCK_TOKEN": "a\tb"})
+        self.assertEqual(self.cluster.values("job"), [None] * self.N)
         self.assert_error(["acquire", "job", "-E", "300"], 64, "")
         self.assert_error(["acquire", "job", "--drift", "2"], 64, "")
         self.assert_error(["acquire", "job", "--drift", "nan"], 64, "--drift: must be a number from 0 to 0.5")
