@@ -55,7 +55,9 @@ double unit_ms(std::string_view unit) {
 Duration parse_duration(std::string_view text, std::string_view what) {
   const auto first = text.find_first_not_of(' ');
   if (first == std::string_view::npos) bad(text, what, "is empty");
-  if (text[first] == '-') bad(text, what, "is negative");
+  // "-1s" is negative; "--" (an option where a value was wanted) is no duration at all.
+  if (text[first] == '-')
+    bad(text, what, text.size() > first + 1 && text[first + 1] == '-' ? "is not a duration" : "is negative");
   auto skip_spaces = [](std::string_view t) { return t.substr(std::min(t.size(), t.find_first_not_of(' '))); };
   double ms = 0;
   for (std::string_view rest = skip_spaces(text); !rest.empty(); rest = skip_spaces(rest)) {

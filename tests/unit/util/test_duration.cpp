@@ -54,6 +54,17 @@ TEST_CASE("durations: bad input is a usage error that names the option") {
       CHECK(std::string(e.what()).find("--wait") == 0);
     }
   }
+  // An option where the value was wanted ("--ttl -- CMD") is no duration, not a negative one.
+  auto message = [](std::string_view text) {
+    try {
+      parse_duration(text, "--ttl");
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  CHECK(message("--").find("is not a duration") != std::string::npos);
+  CHECK(message("-1s").find("is negative") != std::string::npos);
 }
 
 TEST_CASE("durations: absurdly large values are refused, not overflowed") {
