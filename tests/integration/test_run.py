@@ -373,6 +373,30 @@ class Signals(RunTest):
                                  ("busy", "interrupted", "SIG" + sig.name[3:], None), rep)
 
 
+    def test_a_signal_the_caller_ignores_stays_ignored(self):
+        # nohup's SIGHUP, a background job's SIGINT, a `trap '' TSTP`: neither the wait ends nor
+        # redlock stops; the command inherits the ignore.
+        token = self.rl("acquire", "job", "--ttl", "5s").stdout.strip()
+        ignored = (signal.SIGHUP, signal.SIGINT, signal.SIGTSTP)
+
+        def ignore():
+            for sig in ignored:
+                signal.signal(sig, signal.SIG_IGN)
+
+        p = spawn(["run", "-w", "20s", "job", "--", "sh", "-c", "grep SigIgn /proc/self/status"], servers=self.cluster,
+                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=ignore)
+        time.sleep(0.3)
+        for sig in ignored:
+            os.kill(p.pid, sig)
+        time.sleep(0.3)
+        self.assertIsNone(p.poll())
+        self.assertNotEqual(self.process_state(p.pid), "T")
+        self.assertEqual(self.rl("release", "job", "--token", token).code, 0)
+        out, err = p.communicate(timeout=20)
+        self.assertEqual(p.returncode, 0, err)
+        mask = int(out.decode().split()[-1], 16)
+        self.assertEqual([bool(mask & (1 << (sig - 1))) for sig in ignored], [True] * 3, out)
+
     def test_a_second_signal_neither_kills_redlock_nor_loses_the_report(self):
         # timeout(1) signals the process and its group: two TERMs at once. The first decides the
         # status; the second must not end redlock by its default action before the report is out.
