@@ -129,18 +129,8 @@ void write_error_report(const std::string& path, Json& report, const Error& e, c
 }
 
 const std::vector<int>& run_signals() {
-  // SIGTSTP too: stopped by its default action, redlock would stop while the command ran on. A
-  // signal the caller ignores stays ignored, for us and the command (nohup's SIGHUP, the SIGINT of
-  // a shell's background job), as the classic idiom has it.
-  static const std::vector<int> signals = [] {
-    std::vector<int> out{SIGCHLD};
-    for (int sig : {SIGHUP, SIGINT, SIGQUIT, SIGUSR1, SIGUSR2, SIGTERM, SIGTSTP}) {
-      struct sigaction now {};
-      if (sigaction(sig, nullptr, &now) == 0 && now.sa_handler != SIG_IGN) out.push_back(sig);
-    }
-    std::sort(out.begin(), out.end());
-    return out;
-  }();
+  // SIGTSTP too: stopped by its default action, redlock would stop while the command ran on.
+  static const std::vector<int> signals = {SIGHUP, SIGINT, SIGQUIT, SIGUSR1, SIGUSR2, SIGTERM, SIGCHLD, SIGTSTP};
   return signals;
 }
 

@@ -51,7 +51,7 @@ void add_run_options(Subcommand& command, RunOptions& options, const GlobalOptio
 // --kill-after cut to the TTL worth a warning.
 bool kill_after_given(const Subcommand& command);
 
-// The signals `run` catches until its report is written, of those its caller does not ignore:
+// The signals `run` catches until its report is written (those its caller does not ignore):
 // forwarded to the command, TERM, INT and HUP stop a wait for the lock, TSTP stops the command too.
 const std::vector<int>& run_signals();
 

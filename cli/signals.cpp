@@ -17,7 +17,13 @@ void on_signal(int sig, siginfo_t*, void*) {
 
 }  // namespace
 
-SignalCatcher::SignalCatcher(const std::vector<int>& signals) : signals_(signals) {
+SignalCatcher::SignalCatcher(const std::vector<int>& signals) {
+  // A signal the caller ignores stays ignored (nohup's SIGHUP, the SIGINT of a shell's background
+  // job), as the classic idiom has it; the command run inherits the ignore.
+  for (int s : signals) {
+    struct sigaction now {};
+    if (s == SIGCHLD || sigaction(s, nullptr, &now) != 0 || now.sa_handler != SIG_IGN) signals_.push_back(s);
+  }
   sigset_t block;
   sigemptyset(&block);
   for (int s : signals_) sigaddset(&block, s);

@@ -10,6 +10,7 @@ namespace redlock::cli {
 
 class SignalCatcher {
  public:
+  // Catches SIGNALS, but those the caller ignores (SIG_IGN), which stay ignored.
   explicit SignalCatcher(const std::vector<int>& signals);
   ~SignalCatcher();  // restores the dispositions; the signals stay blocked until we exit
   SignalCatcher(const SignalCatcher&) = delete;

@@ -118,6 +118,20 @@ class Acquire(ClusterTest):
                 self.assertEqual((j["acquired"], j["reason"], j["interrupted_by"]), (False, "interrupted", sig.name), j)
         self.assertEqual(self.cluster.values("job"), [token.encode()] * 5)
 
+    def test_a_signal_the_caller_ignores_does_not_end_the_wait(self):
+        # nohup's SIGHUP: the wait goes on until the lock is free.
+        token = self.rl("acquire", "job", "--ttl", "5s").stdout.strip()
+        p = spawn(["acquire", "-w", "20s", "job"], servers=self.cluster, stdout=subprocess.PIPE,
+                  preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN))
+        time.sleep(0.3)
+        p.send_signal(signal.SIGHUP)
+        time.sleep(0.3)
+        self.assertIsNone(p.poll())
+        self.assertEqual(self.rl("release", "job", "--token", token).code, 0)
+        out, _ = p.communicate(timeout=20)
+        self.assertEqual(p.returncode, 0)
+        self.assertEqual(self.cluster.values("job"), [out.strip()] * 5)
+
     def test_quorum_ok_counts_every_server_that_took_it(self):
         # The count agrees with the servers' results, including answers heard after the decision
         # (a server not heard from at all, on a busy machine, may hold it too: it is "not_waited_for").
