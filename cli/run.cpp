@@ -400,7 +400,7 @@ class Runner {
 
       TimePoint wake = killed ? kNever : kill_at;
       if (lost.empty()) wake = std::min({wake, lease.next_renewal(), signal_at, max_hold_at});
-      transport_->run_until([&] { return signals_->any() || (lease.renewing() && lease.decided()); }, wake);
+      transport_->run_until([&] { return signals_->any() || lease.decided(); }, wake);
     }
   }
 

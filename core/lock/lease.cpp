@@ -28,15 +28,40 @@ TimePoint Lease::schedule(TimePoint now, Duration after) const {
 
 void Lease::start_renewal() {
   if (round_) return;
-  round_.emplace(network_, keys_, token_, ttl_, drift_);
+  round_ = std::make_unique<ExtendRound>(network_, keys_, token_, ttl_, drift_);
+}
+
+bool Lease::late_answers() const {
+  if (!last_) return false;
+  const auto& results = last_->results();
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    if (results[i] && !healed_[i]) return true;
+  }
+  return false;
+}
+
+void Lease::heal_late() {
+  if (!last_) return;
+  // As safe as the heal at the decision while the validity that round gave lasts: the quorum that
+  // confirmed the lock holds it until then, so nobody else can.
+  if (network_.now() < last_valid_until_ && last_->heal(heal_, healed_)) ++heals_;
+  const auto& results = last_->results();
+  for (std::size_t i = 0; i < results.size(); ++i) healed_[i] = healed_[i] || results[i].has_value();
+  if (last_->round().complete() || network_.now() >= last_valid_until_) last_.reset();
 }
 
 Lease::Event Lease::poll() {
+  heal_late();
   if (!round_ || !round_->decided()) return Event::None;
   ExtendResult r = round_->result();
-  // Confirmed on a quorum: put it back where a server lost it, without waiting for the answers.
+  // Confirmed on a quorum: put it back where a server lost it, without waiting for the answers;
+  // those that answer later are put back as they do.
   if (r.extended) {
-    if (round_->heal(heal_)) ++heals_;
+    healed_.assign(round_->results().size(), false);
+    if (round_->heal(heal_, healed_)) ++heals_;
+    last_valid_until_ = r.valid_until;
+    last_ = std::move(round_);
+    heal_late();
   }
   round_.reset();
   TimePoint now = network_.now();

@@ -2,6 +2,7 @@
 // the background, on the caller's event loop. Used by `run`; the process handling stays in cli/.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -20,9 +21,10 @@ class Lease {
   TimePoint valid_until() const { return valid_until_; }
   // When the next renewal is due (kNever while one is out).
   TimePoint next_renewal() const { return round_ ? kNever : next_renewal_; }
-  bool renewing() const { return round_.has_value(); }
-  // A renewal is out and its outcome is known: poll() will report it.
-  bool decided() const { return round_ && round_->decided(); }
+  bool renewing() const { return round_ != nullptr; }
+  // A renewal is out and its outcome is known, or a late answer of the last one came: poll() has
+  // something to do.
+  bool decided() const { return (round_ && round_->decided()) || late_answers(); }
   std::size_t renewals() const { return renewals_; }
   // How many renewals put the lock back on servers that had lost it (restarted empty).
   std::size_t heals() const { return heals_; }
@@ -47,6 +49,11 @@ class Lease {
   // The next renewal: AFTER from now when that leaves room for a retry before the last moment one
   // could help, else halfway to that moment.
   TimePoint schedule(TimePoint now, Duration after) const;
+  // The last renewal that extended the lock is kept until every server answered it: a server
+  // restarted empty answers late (its connection is new), after the quorum decided, and is put
+  // back on its answer.
+  bool late_answers() const;
+  void heal_late();
 
   Network& network_;
   LockKeys keys_;
@@ -57,7 +64,10 @@ class Lease {
   Duration renew_every_;
   Duration reserve_;
   TimePoint next_renewal_;
-  std::optional<ExtendRound> round_;
+  std::unique_ptr<ExtendRound> round_;
+  std::unique_ptr<ExtendRound> last_;  // the last renewal that extended the lock, until all answered
+  std::vector<bool> healed_;           // its servers put back (or answered otherwise)
+  TimePoint last_valid_until_{};       // the validity it gave: the heal is safe until then
   std::size_t renewals_ = 0;
   Heal heal_;
   std::size_t heals_ = 0;

@@ -1112,7 +1112,7 @@ ExtendRound::ExtendRound(Network& network, const LockKeys& keys, const std::stri
         return r;
       }) {}
 
-std::optional<Round> ExtendRound::heal(const Heal& heal) const {
+std::optional<Round> ExtendRound::heal(const Heal& heal, std::vector<bool>& done) const {
   // Safe because a quorum confirmed the lock in this very round: any other client needs a quorum
   // too, which shares a server with ours, where our token was found, so nobody else can hold the
   // lock now; putting it back on an empty server cannot make a second holder, and SET NX never
@@ -1120,10 +1120,12 @@ std::optional<Round> ExtendRound::heal(const Heal& heal) const {
   // heals nothing: the renewal fails as before, so a lost lock is never taken back unnoticed.
   if (!result().extended) return std::nullopt;
   std::vector<bool> missing(round_.results().size(), false);
+  done.resize(missing.size(), false);
   bool any = false;
   for (std::size_t i = 0; i < missing.size(); ++i) {
     const auto& r = round_.results()[i];
-    missing[i] = r && r->ok() && r->reply.as_integer() == -1;
+    missing[i] = !done[i] && r && r->ok() && r->reply.as_integer() == -1;
+    done[i] = done[i] || missing[i];
     any = any || missing[i];
   }
   if (!any) return std::nullopt;
@@ -1201,7 +1203,8 @@ ExtendResult Redlock::extend(const LockKeys& keys, const std::string& token, Dur
   if (round.tally().won()) settle(round.round());
   check_duplicates(round.results());
   ExtendResult res = round.result();
-  std::optional<Round> healing = res.extended ? round.heal(heal) : std::nullopt;
+  std::vector<bool> healed;
+  std::optional<Round> healing = res.extended ? round.heal(heal, healed) : std::nullopt;
   if (!healing) return res;
   network_.run_until([&] { return healing->complete(); }, network_.now() + timeout_);
   for (std::size_t i = 0; i < res.servers.size(); ++i) {

@@ -271,8 +271,9 @@ class ExtendRound {
   // a server where another token holds the key keeps it. A reader (keys.reader) is put back among
   // the readers, with the readers' marker, where the lock is absent or holds the marker: never where
   // a writer holds it. The requests go without waiting; the Round returned collects the answers
-  // (nothing when no server needs it).
-  std::optional<Round> heal(const Heal& heal) const;
+  // (nothing when no server needs it). Servers marked in DONE are left out, and those healed now
+  // are marked there: called again as late answers come (DONE kept), each server is healed once.
+  std::optional<Round> heal(const Heal& heal, std::vector<bool>& done) const;
   Tally tally() const;
   bool decided() const { return tally().decided(); }
   // The verdict so far; call when decided() or when giving up on the stragglers.

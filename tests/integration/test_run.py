@@ -760,6 +760,24 @@ class RollingRestart(RunTest):
         self.assertEqual(rep["outcome"], "child_exited", rep)
 
 
+    def test_the_first_renewal_after_a_restart_puts_the_lock_back(self):
+        # The restarted server's connection is new: its answer comes after the other two decided
+        # the renewal. Put back on that answer, the lock survives the next server's restart (it was
+        # lost, 79, when only servers answering before the decision were healed).
+        p = spawn(["run", "--ttl", "6s", "job", "--", "sleep", "8"], servers=self.cluster, stderr=subprocess.PIPE)
+        self.addCleanup(lambda: (p.poll() is None and p.kill(), p.wait()))
+        wait_for(lambda: self.cluster.values("job")[2] is not None, what="the lock")
+        token = self.cluster.values("job")[0]
+        a, b = self.cluster.servers[2], self.cluster.servers[1]
+        a.kill()
+        a.start(same_port=True)
+        wait_for(lambda: a.get("job") == token, timeout=3, what="the first renewal (every 2s) to put it back")
+        b.kill()
+        b.start(same_port=True)
+        p.wait(timeout=20)
+        self.assertEqual(p.returncode, 0, p.stderr.read())
+
+
 class Child(RunTest):
     def test_environment_of_the_child(self):
         out = self.path("env")

@@ -85,6 +85,40 @@ TEST_CASE("servers restarted empty get the lock back from a renewal that had a q
   CHECK(h.net.servers[4].log == std::vector<std::string>{"extend", "extend"});  // nothing to heal there
 }
 
+TEST_CASE("a server restarted empty that answers after the quorum decided is put back on its answer") {
+  // Its connection is new: its answer comes last, after the renewal was decided without it.
+  Held h;
+  Lease lease(h.net, h.keys, "tok", 3s, 0.01, h.valid_until, 1s, 0ms);
+  lease.heal_with({"1700000000000 me@host:1", 7});
+  h.net.servers[4].data.clear();
+  h.net.servers[4].latency = 40ms;
+  lease.start_renewal();
+  CHECK(h.settle(lease) == Lease::Event::Renewed);
+  CHECK(lease.heals() == 0);  // not heard from yet
+  for (int late = 0; late < 5 && lease.heals() == 0; ++late) {
+    h.net.run_until([&] { return lease.decided(); }, h.net.now() + 1s);
+    CHECK(lease.poll() == Lease::Event::None);
+  }
+  CHECK(lease.heals() == 1);
+  h.net.advance(100ms);
+  CHECK(h.net.value(4, "job") == "tok");
+  CHECK(h.net.value(4, "{job}:redlock:fence") == "7");
+  CHECK_FALSE(lease.decided());  // nothing more to do until the next renewal
+}
+
+TEST_CASE("a late answer after the validity that renewal gave heals nothing") {
+  Held h;
+  Lease lease(h.net, h.keys, "tok", 3s, 0.01, h.valid_until, 1s, 0ms);
+  h.net.servers[4].data.clear();
+  h.net.servers[4].latency = 4s;  // beyond the request's deadline too: it fails, never heard as empty
+  lease.start_renewal();
+  CHECK(h.settle(lease) == Lease::Event::Renewed);
+  h.net.advance(5s);
+  lease.poll();
+  CHECK(lease.heals() == 0);
+  CHECK_FALSE(h.net.value(4, "job"));
+}
+
 TEST_CASE("a lock gone everywhere (expired while stopped) is never taken back by a renewal") {
   Held h;
   Lease lease(h.net, h.keys, "tok", 3s, 0.01, h.valid_until, 1s, 0ms);
