@@ -112,6 +112,7 @@ int no_quorum(Json* answer, const std::string& name, const std::string& what) {
     why = " (" + lost + ": the enclosing run's password did not reach this command, so servers may answer NOAUTH; " +
           "use --password-file)";
   }
+  if (answer) (*answer)["reason"] = "no_quorum";
   return report_error(answer, exit_code::kNoQuorum, printable(name) + ": " + what + why);
 }
 

@@ -45,7 +45,8 @@ void say(const GlobalOptions& options, const std::string& name, const std::strin
 int report_error(Json* answer, int code, const std::string& line);
 // The "error" member of a JSON answer.
 Json error_json(int code, const std::string& message);
-// Too few servers answered for NAME (69): report_error with "NAME: WHAT".
+// Too few servers answered for NAME (69): report_error with "NAME: WHAT", and ANSWER's reason
+// no_quorum.
 int no_quorum(Json* answer, const std::string& name, const std::string& what);
 
 // The JSON skeleton every command prints: version, command, name, key.

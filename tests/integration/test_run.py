@@ -134,6 +134,8 @@ class ExitStatus(RunTest):
         r = self.rl("--timeout", "100ms", "run", "-n", "job", "--", "touch", marker)
         self.assertEqual(r.code, 69, r)
         self.assertFalse(os.path.exists(marker))
+        j = self.rl("--json", "--timeout", "100ms", "run", "-n", "job", "--", "touch", marker).json()
+        self.assertEqual((j["outcome"], j["reason"], j["error"]["code"]), ("no_quorum", "no_quorum", 69), j)
 
     def test_usage_errors(self):
         for args in (["run", "job"], ["run", "job", "-c", "true", "--", "true"],
