@@ -222,11 +222,10 @@ AcquirePlan plan_acquire(const AcquireOptions& o, const GlobalOptions& global) {
   bool nonblock = o.nonblock;
   bool wait = !o.wait.empty();
   if (nonblock && wait) {
-    // Flag, then environment: one of them on the command line beats the other from REDLOCK_*.
-    bool nonblock_flag = given_on_command_line(global, {"-n", "--nonblock"});
-    bool wait_flag = given_on_command_line(global, {"-w", "--wait"});
-    if (nonblock_flag == wait_flag) usage_error("-n/--nonblock and -w/--wait exclude each other");
-    (nonblock_flag ? wait : nonblock) = false;
+    const std::span<const OptionRow<A>> rows(kAcquireOptions);
+    const bool nonblock_wins = beats(global, placed(*find_row(rows, "--nonblock")), placed(*find_row(rows, "--wait")),
+                                     "-n/--nonblock and -w/--wait exclude each other");
+    (nonblock_wins ? wait : nonblock) = false;
   }
   plan.wait.wait = !nonblock;
   plan.wait.retry_delay = duration_option(o.retry_delay, "--retry-delay", false);

@@ -160,11 +160,9 @@ int run_elect(const ElectOptions& o, const GlobalOptions& global) {
   if (!command) usage_error("elect needs a command: -- CMD [ARG...] or -c 'SHELL COMMAND' (or --observe)");
   bool once = o.once;
   if (once && o.max_terms > 0) {
-    // Flag, then environment: one of them on the command line beats the other from REDLOCK_*.
-    const bool once_flag = given_on_command_line(global, {"--once"});
-    if (once_flag == given_on_command_line(global, {"--max-terms"}))
-      usage_error("--once and --max-terms exclude each other (--once is --max-terms 1)");
-    once = once_flag;
+    const std::span<const OptionRow<El>> rows(kElectOptions);
+    once = beats(global, placed(*find_row(rows, "--once")), placed(*find_row(rows, "--max-terms")),
+                 "--once and --max-terms exclude each other (--once is --max-terms 1)");
   }
   return elect_loop(o, global, once ? 1 : o.max_terms);
 }

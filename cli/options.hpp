@@ -109,6 +109,18 @@ void for_each_flag(std::string_view flags, Fn fn) {
 // Whether one of NAMES ("-w", "--wait") is on the command line itself, not only in the
 // environment: where two options exclude each other, a flag beats the environment.
 bool given_on_command_line(const GlobalOptions& options, std::initializer_list<std::string_view> names);
+// Of two options that exclude each other, both set (FLAGS and VARIABLE of each, as their rows in
+// the option table give them): whether A beats B. A flag beats the environment, which beats the
+// configuration file; both in the same place is a usage error, MESSAGE.
+struct Placed {
+  std::string_view flags;  // "-w,--wait"
+  std::string_view variable;
+};
+bool beats(const GlobalOptions& options, const Placed& a, const Placed& b, const std::string& message);
+template <class Settings>
+Placed placed(const OptionRow<Settings>& row) {
+  return {row.flags, row.env};
+}
 
 // The environment `run` gives its command for the global options marked to_child: NAME=VALUE
 // pairs to set, and names to unset.

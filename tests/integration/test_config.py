@@ -6,6 +6,7 @@ never shown, never in a child's environment), the warning when no servers are co
 directory; the user's own configuration never counts."""
 
 import os
+import time
 
 from harness import Cluster, ClusterTest, free_port, main, redlock, redlock_binary
 
@@ -89,6 +90,25 @@ class Reading(ConfigTest):
         # An environment variable set empty is set: REDLOCK_PREFIX= beats the file's.
         r = self.run_with(["--json", "-S", self.cluster.spec, "status", "job"], env={"REDLOCK_PREFIX": ""})
         self.assertEqual(r.json()["key"], "job", r)
+
+
+    def test_of_two_options_that_exclude_each_other_the_environment_beats_the_file(self):
+        token = self.rl("acquire", "job", "--ttl", "10s").stdout.strip()
+        env = {"REDLOCK_SERVERS": self.cluster.spec}
+        for in_file, in_env, waited in (("REDLOCK_WAIT=3s", {"REDLOCK_NONBLOCK": "1"}, False),
+                                        ("REDLOCK_NONBLOCK=1", {"REDLOCK_WAIT": "500ms"}, True)):
+            with self.subTest(in_file=in_file):
+                self.write(in_file + "\n")
+                started = time.monotonic()
+                r = self.run_with(["--json", "acquire", "job"], env=dict(env, **in_env))
+                self.assertEqual((r.code, r.json()["reason"]), (75, "timeout" if waited else "busy"), r)
+                self.assertLess(time.monotonic() - started, 2.5)
+        # Both in one place: neither beats the other.
+        self.write("REDLOCK_WAIT=3s\nREDLOCK_NONBLOCK=1\n")
+        r = self.run_with(["acquire", "job"], env=env)
+        self.assertEqual(r.code, 64, r)
+        self.assertIn("exclude each other", r.stderr)
+        self.assertEqual(self.rl("release", "job", "--token", token).code, 0)
 
 
 class Errors(ConfigTest):
