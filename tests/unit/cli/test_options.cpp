@@ -3,6 +3,7 @@
 #include <set>
 
 #include "cli/options.hpp"
+#include "usage_error.hpp"
 
 using namespace redlock;
 using namespace redlock::cli;
@@ -46,6 +47,23 @@ TEST_CASE("a flag on the command line, not in the environment: every form of wri
   CHECK(given_on_command_line(global, {"-w", "--wait"}));
   global.words = {"acquire", "--waiting", "job"};
   CHECK_FALSE(given_on_command_line(global, {"--wait"}));
+}
+
+TEST_CASE("of two options that exclude each other: flag, then environment, then file") {
+  GlobalOptions global;
+  const Placed nonblock{"-n,--nonblock", "REDLOCK_NONBLOCK"}, wait{"-w,--wait", "REDLOCK_WAIT"};
+  global.words = {"acquire", "-n", "job"};
+  CHECK(beats(global, nonblock, wait, "both"));  // a flag over the environment
+  global.words = {"acquire", "job"};
+  global.config.applied = {"REDLOCK_WAIT"};
+  CHECK(beats(global, nonblock, wait, "both"));  // the environment over the file
+  CHECK_FALSE(beats(global, wait, nonblock, "both"));
+  global.config.applied = {"REDLOCK_WAIT", "REDLOCK_NONBLOCK"};
+  CHECK(usage_error_of([&] { beats(global, nonblock, wait, "both"); }) == "both");  // one place
+  global.config.applied = {};
+  CHECK(usage_error_of([&] { beats(global, nonblock, wait, "both"); }) == "both");
+  global.words = {"acquire", "--wait=1s", "-n", "job"};
+  CHECK(usage_error_of([&] { beats(global, nonblock, wait, "both"); }) == "both");
 }
 
 TEST_CASE("run hands its command the global options marked for it, set or unset") {
