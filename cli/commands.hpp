@@ -136,9 +136,14 @@ AcquireResult take_lock(Redlock& redlock, AcquirePlan& plan);
 // KEYS unchanged without --limit. Without keys, MESSAGE says why: TOKEN is in no slot, or fewer
 // than a quorum answered (NO_QUORUM).
 struct SlotLookup {
-  std::optional<LockKeys> keys;
+  std::optional<LockKeys> keys{};
   bool no_quorum = false;
-  std::string message;
+  std::string message{};
+  // Where no slot holds the token: what the read of the slots found, for the answer's quorum and
+  // servers (ok: none holds it).
+  Tally tally{};
+  Duration elapsed{};
+  std::vector<ServerReport> servers{};
 };
 // The keys of the slot TOKEN holds in KEYS' semaphore of LIMIT slots (KEYS themselves for a mutex):
 // slot SLOT when it is given (>= 0), else the slot found from the token. A SLOT without a LIMIT

@@ -63,6 +63,9 @@ int run_extend(const ExtendOptions& o, const GlobalOptions& global) {
   } else {
     r.no_quorum = slot.no_quorum;
     r.message = slot.message;
+    r.tally = slot.tally;
+    r.elapsed = slot.elapsed;
+    r.servers = slot.servers;
   }
   verbose_servers(global, r.servers);
   if (r.extended) {
@@ -76,6 +79,7 @@ int run_extend(const ExtendOptions& o, const GlobalOptions& global) {
     j["ttl_ms"] = whole_ms(r.extended ? r.ttl : ttl);
     j["validity_ms"] = r.extended ? json_ms(r.validity) : 0.0;
     if (o.shared) j["mode"] = "shared";
+    if (o.limit > 0) j["limit"] = o.limit;
   });
 }
 

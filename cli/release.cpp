@@ -46,12 +46,15 @@ ReleaseResult release_lock(Redlock& redlock, const ReleaseOptions& o, const Lock
   // --force with --limit frees every slot and the stored limit; with --slot (and the limit given or
   // stored), that slot alone.
   if (force && o.limit > 0 && o.slot < 0) return force_release_semaphore(redlock, keys, o.limit);
-  const SlotLookup slot = force && o.limit == 0 && o.slot < 0 ? SlotLookup{keys, false, {}}
-                                                              : slot_keys(redlock, keys, o.limit, token, o.slot);
+  const SlotLookup slot =
+      force && o.limit == 0 && o.slot < 0 ? SlotLookup{.keys = keys} : slot_keys(redlock, keys, o.limit, token, o.slot);
   if (slot.keys) return redlock.release(*slot.keys, token, force);
   ReleaseResult r;
   r.no_quorum = slot.no_quorum;
   r.message = slot.message;
+  r.tally = slot.tally;
+  r.elapsed = slot.elapsed;
+  r.servers = slot.servers;
   return r;
 }
 
@@ -78,6 +81,7 @@ int run_release(const ReleaseOptions& o, const GlobalOptions& global) {
     j["deleted"] = r.deleted;
     j["forced"] = force;
     if (o.shared) j["mode"] = "shared";
+    if (o.limit > 0) j["limit"] = o.limit;
   });
 }
 

@@ -23,17 +23,28 @@ AcquireResult take_lock(Redlock& redlock, AcquirePlan& plan) {
 
 namespace {
 
+// No slot's keys: READ of the slots (WHAT it read) found none for the token, or too few answered.
+// Its servers are the answer's, none holding the lock.
+SlotLookup found_none(const Probe& read, Duration elapsed, const std::string& what, const std::string& not_held) {
+  const Tally& answered = read.tally;
+  SlotLookup none{.no_quorum = answered.yes < answered.needed(), .elapsed = elapsed, .servers = read.servers};
+  none.tally.total = answered.total;
+  none.tally.no = answered.yes;
+  none.tally.failed = answered.failed;
+  none.message = none.no_quorum ? "only " + servers_text(answered.yes, answered.total) + " answered the read of " +
+                                      what + "; " + std::to_string(answered.needed()) + " must answer"
+                                : not_held;
+  return none;
+}
+
 // --slot without --limit: the limit stored on a quorum, one value alike; else a usage error, or no
 // quorum when too few servers answered to tell.
 std::variant<std::size_t, SlotLookup> limit_for_slot(Redlock& redlock, const LockKeys& keys) {
+  const TimePoint started = redlock.network().now();
   const Probe probe = Semaphore(redlock, keys.lock, 0).probe();
   if (auto limit = Semaphore::quorum_limit(probe)) return *limit;
-  if (probe.tally.yes < probe.tally.needed()) {
-    return SlotLookup{std::nullopt, true,
-                      "only " + servers_text(probe.tally.yes, probe.tally.total) +
-                          " answered the read of the stored limit; " + std::to_string(probe.tally.needed()) +
-                          " must answer"};
-  }
+  if (probe.tally.yes < probe.tally.needed())
+    return found_none(probe, redlock.network().now() - started, "the stored limit", "");
   usage_error("--slot needs --limit: no semaphore limit is stored for " + printable(keys.lock) + " on a quorum");
 }
 
@@ -51,18 +62,15 @@ SlotLookup slot_keys(Redlock& redlock, const LockKeys& keys, std::size_t limit, 
     usage_error("--slot " + std::to_string(slot) + ": a semaphore of " + (stored ? "stored limit " : "--limit ") +
                 std::to_string(limit) + " has slots 0 to " + std::to_string(limit - 1));
   }
-  if (limit == 0) return {keys, false, {}};
-  if (slot >= 0) return {derive_semaphore_keys(keys.lock, limit).slots[static_cast<std::size_t>(slot)], false, {}};
+  if (limit == 0) return {.keys = keys};
+  if (slot >= 0) return {.keys = derive_semaphore_keys(keys.lock, limit).slots[static_cast<std::size_t>(slot)]};
   Semaphore semaphore(redlock, keys.lock, limit);
-  Tally tally;
-  auto found = semaphore.find(token, &tally);
-  if (found) return {semaphore.keys().slots[*found], false, {}};
-  if (tally.yes < tally.needed()) {
-    return {std::nullopt, true,
-            "only " + servers_text(tally.yes, tally.total) + " answered the read of the slots; " +
-                std::to_string(tally.needed()) + " must answer"};
-  }
-  return {std::nullopt, false, "not held with this token (in none of the " + std::to_string(limit) + " slots)"};
+  Probe read;
+  const TimePoint started = redlock.network().now();
+  auto found = semaphore.find(token, &read);
+  if (found) return {.keys = semaphore.keys().slots[*found]};
+  return found_none(read, redlock.network().now() - started, "the slots",
+                    "not held with this token (in none of the " + std::to_string(limit) + " slots)");
 }
 
 std::optional<std::size_t> stored_limit(Redlock& redlock, const LockKeys& keys) {

@@ -190,9 +190,9 @@ std::optional<std::size_t> Semaphore::quorum_limit(const Probe& probe) {
   return limit;
 }
 
-std::optional<std::size_t> Semaphore::find(const std::string& token, Tally* tally) {
+std::optional<std::size_t> Semaphore::find(const std::string& token, Probe* read) {
   const Probe p = probe(token);
-  if (tally) *tally = p.tally;
+  if (read) *read = p;
   std::optional<std::size_t> found;
   for (std::size_t s = 0; s < p.slots.size(); ++s) {
     if (p.slots[s].with_token > 0 && (!found || p.slots[s].with_token > p.slots[*found].with_token)) found = s;

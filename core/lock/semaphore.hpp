@@ -70,9 +70,9 @@ class Semaphore {
   // Reads every slot on every server, each answer waited for; WITH_TOKEN counts where TOKEN holds.
   // Throws the configuration error of a conflicting limit; writes nothing.
   Probe probe(const std::string& token = {});
-  // The slot where TOKEN is found on the most servers, if any (release, extend, re-entry). TALLY,
-  // when given, is the probe's: fewer than a quorum answering is no answer.
-  std::optional<std::size_t> find(const std::string& token, Tally* tally = nullptr);
+  // The slot where TOKEN is found on the most servers, if any (release, extend, re-entry). READ,
+  // when given, is the probe it was found by: fewer than a quorum answering is no answer.
+  std::optional<std::size_t> find(const std::string& token, Probe* read = nullptr);
   // The stored limit: the value on most servers that answered (none when none holds one).
   static std::optional<std::size_t> stored_limit(const Probe& probe);
   // The limit a quorum of the servers hold, one value alike (none when no value is on a quorum).

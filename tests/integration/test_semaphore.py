@@ -150,6 +150,31 @@ class Semaphore(ClusterTest):
         self.assertEqual([h["token"] for h in holders], [a["token"]])
         self.assertEqual(self.rl("release", *slot, "--token", a["token"], "jobs").code, 0)
 
+    def test_a_token_in_no_slot_answers_with_the_read_of_the_slots(self):
+        # Not held: the quorum and servers of the read that looked for the token, and the limit.
+        self.rl("acquire", "--limit", "3", "--ttl", "5s", "jobs")
+        for command in ("extend", "release"):
+            with self.subTest(command=command):
+                r = self.rl("--json", command, "--limit", "3", "--token", "bogus", "jobs")
+                self.assertEqual(r.code, 1, r)
+                j = r.json()
+                self.assertEqual((j["reason"], j["limit"], j["quorum"]), ("not_held", 3, {"needed": 2, "ok": 0, "total": 3}), j)
+                self.assertEqual(len(j["servers"]), 3, j)
+                self.assertTrue(all(s["ok"] for s in j["servers"]), j)
+                self.assertGreater(j["elapsed_ms"], 0, j)
+        self.cluster.servers[0].freeze()
+        self.cluster.servers[1].freeze()
+        try:
+            r = self.rl("--json", "--timeout", "100ms", "extend", "--limit", "3", "--token", "bogus", "jobs")
+        finally:
+            self.cluster.servers[0].thaw()
+            self.cluster.servers[1].thaw()
+        self.assertEqual(r.code, 69, r)
+        j = r.json()
+        self.assertEqual((j["reason"], j["quorum"]), ("no_quorum", {"needed": 2, "ok": 0, "total": 3}), j)
+        self.assertEqual([s["ok"] for s in j["servers"]], [False, False, True], j)
+        self.assertGreaterEqual(j["elapsed_ms"], 100, j)
+
     def test_slot_without_limit_takes_the_limit_stored_on_a_quorum(self):
         a = self.rl("--json", "acquire", "--limit", "3", "--ttl", "5s", "jobs").json()
         b = self.rl("--json", "acquire", "--limit", "3", "--ttl", "5s", "jobs").json()
