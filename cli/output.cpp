@@ -116,6 +116,11 @@ int no_quorum(Json* answer, const std::string& name, const std::string& what) {
   return report_error(answer, exit_code::kNoQuorum, printable(name) + ": " + what + why);
 }
 
+void json_no_single_holder(Json& status) {
+  for (const char* field : {"token", "ttl_ms", "owner", "since"}) status[field] = nullptr;
+  status["queue"] = Json::array();
+}
+
 Json json_head(const std::string& command, const std::string& name, const std::string& key) {
   Json j;
   j["version"] = 1;

@@ -51,6 +51,10 @@ int no_quorum(Json* answer, const std::string& name, const std::string& what);
 
 // The JSON skeleton every command prints: version, command, name, key.
 Json json_head(const std::string& command, const std::string& name, const std::string& key);
+// In the status of a semaphore or a shared lock, the fields of a mutex's status that such a lock
+// keeps per holder (holders[], writer, readers[]): present as every status has them, token,
+// ttl_ms, owner and since null, queue empty.
+void json_no_single_holder(Json& status);
 Json json_servers(const std::vector<ServerReport>& servers);
 Json json_quorum(const Tally& tally);
 // "2 of 3 servers (1 not waited for)": the servers that said yes, and those not waited for.

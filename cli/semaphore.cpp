@@ -132,7 +132,9 @@ void print_slots(const std::string& name, std::size_t limit, std::size_t held, c
 int run_semaphore_status(Redlock& redlock, const std::string& name, const LockKeys& keys, std::size_t limit,
                          const GlobalOptions& global) {
   Semaphore semaphore(redlock, keys.lock, limit);
+  const TimePoint started = redlock.network().now();
   const SemaphoreStatus r = semaphore.status();
+  const Duration elapsed = redlock.network().now() - started;
   verbose_servers(global, r.probe.servers);
   const std::size_t held = static_cast<std::size_t>(std::count_if(
       r.slots.begin(), r.slots.end(), [](const SlotStatus& s) { return s.status.state == LockState::Held; }));
@@ -145,6 +147,11 @@ int run_semaphore_status(Redlock& redlock, const std::string& name, const LockKe
     j["state"] = state_name(state);
     j["held"] = held;
     j["holders"] = json_holders(r);
+    json_no_single_holder(j);
+    std::int64_t fence = 0;
+    for (const auto& slot : r.slots) fence = std::max(fence, slot.status.fence);
+    j["fence"] = fence;  // the highest of the slots'
+    j["elapsed_ms"] = json_ms(elapsed);
     j["quorum"] = json_quorum(r.probe.tally);
     j["servers"] = json_servers(r.probe.servers);
     if (state == LockState::Unknown) no_quorum(&j, name, unanswered);

@@ -84,6 +84,7 @@ int run_shared_status(Redlock& redlock, const std::string& name, const LockKeys&
     j["writer"] = json_writer(s);
     j["readers"] = json_readers(s);
     j["writers_waiting"] = s.writers_waiting;
+    json_no_single_holder(j);
     j["fence"] = s.lock.fence;
     j["elapsed_ms"] = json_ms(s.lock.elapsed);
     j["quorum"] = json_quorum(s.tally);

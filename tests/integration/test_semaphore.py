@@ -108,6 +108,10 @@ class Semaphore(ClusterTest):
         self.assertGreater(holders[a["slot"]]["ttl_ms"], 10000)
         self.assertLessEqual(holders[b["slot"]]["ttl_ms"], 5000)
         self.assertEqual(holders[b["slot"]]["fence"], b["fence"])
+        # Every field a status has, those kept per holder null; the fence the highest slot's.
+        self.assertEqual([s[k] for k in ("token", "ttl_ms", "owner", "since", "queue")], [None] * 4 + [[]], s)
+        self.assertEqual(s["fence"], max(a["fence"], b["fence"]))
+        self.assertGreater(s["elapsed_ms"], 0)
         # Without --limit, status finds the stored one.
         plain = self.rl("--json", "status", "jobs")
         self.assertEqual((plain.code, plain.json()["mode"], plain.json()["limit"], plain.json()["held"]),

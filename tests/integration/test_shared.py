@@ -156,6 +156,7 @@ class Shared(ClusterTest):
         self.assertEqual(status.code, 0, status)
         s = status.json()
         self.assertEqual((s["mode"], s["state"], s["writer"], s["writers_waiting"]), ("shared", "held", None, 0))
+        self.assertEqual([s[k] for k in ("token", "ttl_ms", "owner", "since", "queue")], [None] * 4 + [[]], s)
         self.assertEqual([x["owner"] for x in s["readers"]], ["backup"])
         self.assertEqual(self.rl("release", "--shared", "--token", r.json()["token"], "data").code, 0)
         writer = self.rl("--json", "acquire", "--owner", "maintenance", "data").json()
