@@ -281,6 +281,10 @@ class SentinelMembers(unittest.TestCase):
         try:
             wait_for(lambda: group.get(old, "sentinel-failover"), timeout=10, what="the lock")
             token = group.get(old, "sentinel-failover")
+            # On every member first (a member whose answer came after the quorum gets it from a
+            # renewal): held on exactly a quorum, the failover of one of them loses it, as it must.
+            wait_for(lambda: all(g.get(g.master_port(), "sentinel-failover") == token for g in self.groups),
+                     timeout=10, interval=0.05, what="the lock on every member")
             with group.sentinel_client() as c:
                 c.call("SENTINEL", "FAILOVER", group.name)
             wait_for(lambda: group.master_port() != old, timeout=20, interval=0.1, what="the failover")
