@@ -512,9 +512,7 @@ void fill_standard_descriptors() {
 // (78) instead of being killed unheard, after it may have changed a lock. Not run and elect, whose
 // command inherits SIGPIPE as it was, nor watch, which ends as `tail -f` does when its reader goes.
 void fail_writes_to_a_closed_pipe(const std::string& word, const Words& words) {
-  if (word == "run" || word == "elect" || word == "watch") {
-    if (!wants_help(words)) return;
-  }
+  if ((word == "run" || word == "elect" || word == "watch") && !wants_help(words)) return;
   std::signal(SIGPIPE, SIG_IGN);
 }
 

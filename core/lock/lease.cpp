@@ -42,9 +42,9 @@ bool Lease::late_answers() const {
 
 void Lease::heal_late() {
   if (!last_) return;
-  // As safe as the heal at the decision while the validity that round gave lasts: the quorum that
-  // confirmed the lock holds it until then, so nobody else can.
-  if (network_.now() < last_valid_until_ && last_->heal(heal_, healed_)) ++heals_;
+  // As safe as the heal at the decision while the validity that round gave lasts (the quorum that
+  // confirmed the lock holds it until then, so nobody else can): heal() checks it is not over.
+  if (last_->heal(heal_, healed_)) ++heals_;
   const auto& results = last_->results();
   for (std::size_t i = 0; i < results.size(); ++i) healed_[i] = healed_[i] || results[i].has_value();
   if (last_->round().complete() || network_.now() >= last_valid_until_) last_.reset();

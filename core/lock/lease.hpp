@@ -67,7 +67,7 @@ class Lease {
   std::unique_ptr<ExtendRound> round_;
   std::unique_ptr<ExtendRound> last_;  // the last renewal that extended the lock, until all answered
   std::vector<bool> healed_;           // its servers put back (or answered otherwise)
-  TimePoint last_valid_until_{};       // the validity it gave: the heal is safe until then
+  TimePoint last_valid_until_{};       // the validity it gave: no heal after it, so it is dropped then
   std::size_t renewals_ = 0;
   Heal heal_;
   std::size_t heals_ = 0;

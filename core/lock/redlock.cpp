@@ -154,7 +154,7 @@ bool names_second(std::size_t server) {
 void announce_taken(Network& network, const LockKeys& keys, const std::vector<std::string>& named) {
   const Network::Batch batch(network);
   for (std::size_t k = 1; k < named.size(); ++k) {
-    for (std::size_t i = 0; i < network.size() && names_second(i); ++i)
+    for (std::size_t i = 0; i < std::min(network.size(), kServersNamingSecond); ++i)
       network.send(i, Request::command({"PUBLISH", keys.channel + ":" + named[k], "acquired"}), [](Result) {});
   }
 }

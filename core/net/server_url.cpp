@@ -253,7 +253,7 @@ std::string ServerUrl::format(bool mark_password) const {
 
 ServerUrl ServerUrl::master_at(const std::string& at_host, int at_port) const {
   ServerUrl url;
-  if (scheme == Scheme::Tls || (is_cluster() && cluster_tls) || (is_sentinel() && master_tls)) url.scheme = Scheme::Tls;
+  if (uses_tls()) url.scheme = Scheme::Tls;
   url.host = at_host;
   url.port = at_port;
   url.user = user;

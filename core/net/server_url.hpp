@@ -52,7 +52,7 @@ struct ServerUrl {
   bool is_cluster() const { return scheme == Scheme::Cluster; }
   // Whether connections for this entry (its own, or its nodes') need TLS.
   bool uses_tls() const {
-    return scheme == Scheme::Tls || (is_cluster() && cluster_tls) || (is_sentinel() && (sentinel_tls || master_tls));
+    return scheme == Scheme::Tls || cluster_tls || master_tls;  // sentinel_tls comes with master_tls
   }
 
   // The URL with the password shown as "***" ("redis://***@h:1", "redis://user:***@h:1"): the only

@@ -107,16 +107,21 @@ TEST_CASE("a server restarted empty that answers after the quorum decided is put
 }
 
 TEST_CASE("a late answer after the validity that renewal gave heals nothing") {
-  Held h;
-  Lease lease(h.net, h.keys, "tok", 3s, 0.01, h.valid_until, 1s, 0ms);
-  h.net.servers[4].data.clear();
-  h.net.servers[4].latency = 4s;  // beyond the request's deadline too: it fails, never heard as empty
+  // A deadline long enough for the empty server's answer to come, after the 3s the renewal gave.
+  FakeNetwork net{5, 10s};
+  const LockKeys keys = derive_keys("job");
+  for (std::size_t i = 0; i < 4; ++i) net.set(i, "job", "tok", 3s);
+  Lease lease(net, keys, "tok", 3s, 0.01, net.now() + 3s - 32ms, 1s, 0ms);
+  net.servers[4].latency = 4s;
   lease.start_renewal();
-  CHECK(h.settle(lease) == Lease::Event::Renewed);
-  h.net.advance(5s);
+  net.run_until([&] { return lease.decided(); }, kNever);
+  CHECK(lease.poll() == Lease::Event::Renewed);
+  net.run_until([&] { return lease.decided(); }, net.now() + 5s);
+  CHECK(lease.decided());  // the empty server answered, after the validity
   lease.poll();
   CHECK(lease.heals() == 0);
-  CHECK_FALSE(h.net.value(4, "job"));
+  net.advance(5s);
+  CHECK_FALSE(net.value(4, "job"));
 }
 
 TEST_CASE("a lock gone everywhere (expired while stopped) is never taken back by a renewal") {
