@@ -403,6 +403,16 @@ class Bench:
                   {"value": st["frozen"]["median_ms"], "unit": "ms", "text": fmt_ms(st["frozen"]["median_ms"])},
                   dict(node, text="node-redlock lock+unlock: " + text), None, "report", None)
 
+    def floor(self):
+        """The floor on this machine, built once: the least any one-shot client of N servers does
+        (bench/floor.c)."""
+        floor = self.path("floor")
+        if not os.path.exists(floor):
+            built = subprocess.run(["cc", "-O2", "-o", floor, os.path.join(HERE, "floor.c")], capture_output=True)
+            if built.returncode != 0:
+                raise RuntimeError("cc bench/floor.c: %s" % built.stderr.decode(errors="replace")[-500:])
+        return floor
+
     def row_scale(self):
         c9 = self.cluster(9)
         cmds = []
@@ -411,11 +421,7 @@ class Bench:
             self.redlock("-S", c9.spec(n), "acquire", "-n", name)
             cmds.append((str(n), "%s -S %s acquire -n %s" % (self.bin, c9.spec(n), name),
                          "%s -S %s release --force %s" % (self.bin, c9.spec(n), name)))
-        # The floor on this machine: the least any one-shot client of N servers does (bench/floor.c).
-        floor = self.path("floor")
-        built = subprocess.run(["cc", "-O2", "-o", floor, os.path.join(HERE, "floor.c")], capture_output=True)
-        if built.returncode != 0:
-            raise RuntimeError("cc bench/floor.c: %s" % built.stderr.decode(errors="replace")[-500:])
+        floor = self.floor()
         for n in (3, 9):
             ports = " ".join(str(s.port) for s in c9.servers[:n])
             cmds.append(("floor-%d" % n, "%s bench-floor-%d %s" % (floor, n, ports),
@@ -934,10 +940,16 @@ class Bench:
         for the lock, start-up and exit included (freed by an untimed `--prepare`)."""
         c5 = self.cluster(5)
         free = "%s -S %s release --force bench-startup" % (self.bin, c5.spec())
+        ports = " ".join(str(s.port) for s in c5.servers)
         st = self.hyperfine([("acquire", "%s -S %s acquire -n bench-startup" % (self.bin, c5.spec()), free),
-                             ("true", "/bin/true", free)], shell=False, **self.fast)
+                             ("true", "/bin/true", free),
+                             ("floor", "%s bench-startup-floor %s" % (self.floor(), ports),
+                              "%s -bench-startup-floor %s" % (self.floor(), ports))], shell=False, **self.fast)
         self.timed_line("startup", "`acquire -n`, 5 servers", st["acquire"], st["true"], "`/bin/true`",
                         target="≤ 2× /bin/true", limit=2.0)
+        # What the target leaves: a client that only connects, sends SET NX PX and exits, measured beside.
+        self.timed_line("startup", "the same for `bench/floor.c` (connect, `SET NX PX`, close), 5 servers",
+                        st["floor"], st["true"], "`/bin/true`")
 
     def startup_instructions(self):
         """Instructions of one `acquire -n` on 5 servers, by callgrind (a count a busy machine does not
