@@ -1,4 +1,4 @@
-
+#include <algorithm>
 #include "commands.hpp"
 #include "core/util/duration.hpp"
 #include "core/util/error.hpp"
@@ -69,8 +69,11 @@ int run_extend(const ExtendOptions& o, const GlobalOptions& global) {
   }
   verbose_servers(global, r.servers);
   if (r.extended) {
+    const auto healed = static_cast<std::size_t>(std::count_if(
+        r.servers.begin(), r.servers.end(), [](const ServerReport& s) { return s.result == Answer::Healed; }));
     verbose(global, 1,
-            "extended " + printable(o.name) + " on " + votes_text(r.tally) + ", valid for " +
+            "extended " + printable(o.name) + " on " + votes_text(r.tally) +
+                (healed ? ", put back on " + servers_text(healed, r.tally.total) : "") + ", valid for " +
                 format_duration(std::chrono::duration_cast<Millis>(r.validity)));
   }
   transport->flush(Clock::now() + request_timeout(global));  // to the servers not waited for
