@@ -150,8 +150,9 @@ int observe(const ElectOptions& o, const GlobalOptions& global) {
 }
 
 int run_elect(const ElectOptions& o, const GlobalOptions& global) {
-  // A leader is alone: readers would all lead at once.
+  // A leader is alone: readers, or the holders of a semaphore's slots, would all lead at once.
   if (o.run.acquire.shared) usage_error("elect takes no --shared: a leader holds the lock alone");
+  if (o.run.acquire.limit > 0) usage_error("elect takes no --limit: a leader holds the lock alone");
   const bool command = !o.run.argv.empty() || !o.run.command.empty();
   if (o.observe) {
     if (command) usage_error("--observe takes no command: it only watches who leads");

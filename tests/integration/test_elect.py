@@ -222,7 +222,11 @@ class Elect(ClusterTest):
         for args, says in ((["elect", "svc"], "elect needs a command"),
                            (["elect", "svc", "--observe", "--", "true"], "--observe takes no command"),
                            (["elect", "svc", "--once", "--max-terms", "2", "--", "true"], "exclude each other"),
-                           (["elect", "svc", "--max-terms", "0", "--", "true"], "--max-terms")):
+                           (["elect", "svc", "--max-terms", "0", "--", "true"], "--max-terms"),
+                           # Two holders of a semaphore's slots would both lead.
+                           (["elect", "svc", "--limit", "2", "--", "true"], "elect takes no --limit"),
+                           (["elect", "svc", "--observe", "--limit", "2"], "elect takes no --limit"),
+                           (["elect", "svc", "--shared", "--", "true"], "elect takes no --shared")):
             r = self.rl(*args)
             self.assertEqual((r.code, r.out), (64, b""), (args, r))
             self.assertTrue(r.stderr.startswith("redlock: error: ") and r.stderr.count("\n") == 1, r)
