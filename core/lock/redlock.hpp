@@ -390,6 +390,8 @@ std::optional<std::int64_t> agreed_fence(const std::vector<std::int64_t>& counte
 // second address of a server that answered is the same process, which answers both connections
 // within an event-loop turn or two, and is refused when it does. A frozen server costs only this.
 inline constexpr Duration kDuplicateGrace = std::chrono::microseconds(200);
+// How late a server may end a blocked WAIT, twice the tick of Redis's default hz 10.
+inline constexpr Duration kWaitTick = std::chrono::milliseconds(200);
 
 // Throws the configuration error of a server that turned out to be another configured server, or
 // that cannot be what its URL asks for (a database it does not have).

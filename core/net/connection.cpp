@@ -220,7 +220,9 @@ TimePoint CommandConnection::next_deadline() const {
   for (const auto& p : pending_) {
     if (p.done || asking_) t = std::min(t, p.deadline);
   }
-  for (const auto& p : unsent_) t = std::min(t, p.deadline);
+  for (const auto& p : unsent_) {
+    if (p.done) t = std::min(t, p.deadline);
+  }
   return t;
 }
 
@@ -604,13 +606,26 @@ void CommandConnection::expire_unresolved(TimePoint now) {
     sentinel_failed("no answer within " + ms_text(config_.timeout), now);
   }
   bool expired = false;
+  // A request that waits only for the answers to what went before it on this master, before the
+  // sentinels are asked again, is given up on but still sent, in order, as on any connection: a
+  // release must follow the acquire it undoes (a few, as many as may go unanswered).
+  const bool behind_ours = stale_ && confirmed_ && !pending_.empty();
+  std::size_t kept = 0;
   for (auto it = unsent_.begin(); it != unsent_.end();) {
-    if (now < it->deadline) {
+    if (now < it->deadline || !it->done) {
+      if (!it->done) ++kept;
       ++it;
       continue;
     }
     auto done = std::move(it->done);
     const Duration waited = now - it->sent;
+    if (behind_ours && kept < kMaxAbandoned) {
+      it->done = nullptr;
+      ++kept;
+      ++it;
+      finish(done, Failure::Timeout, "no answer to an earlier request within " + ms_text(config_.timeout), waited);
+      continue;
+    }
     it = unsent_.erase(it);
     expired = true;
     finish(done, Failure::Timeout,

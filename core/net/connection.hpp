@@ -159,6 +159,8 @@ class CommandConnection final : public Connection {
 
   // Nothing reaches a server before its connection is made (and, for TLS, its handshake done).
   bool flushed() const { return !stream_ || !connected_ || asking_ || (out_pos_ == out_.size() && held_.empty()); }
+  // Something of ours is unanswered here or waits to be sent (Network::busy).
+  bool busy() const { return !pending_.empty() || !unsent_.empty(); }
 
   // Marks this connection as a second connection to a server already configured.
   void set_duplicate(std::string message);

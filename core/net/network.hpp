@@ -136,6 +136,11 @@ class Network {
   // has delivered nothing, so it holds nothing to undo: it is not waited for.
   virtual void flush(TimePoint deadline) = 0;
 
+  // Whether something sent to SERVER is still on its way or unanswered, given up on or not: a
+  // request behind a blocked WAIT runs only once the WAIT returns, and not at all when the
+  // connection closes first.
+  virtual bool busy(std::size_t /*server*/) const { return false; }
+
   // Subscribes to CHANNEL on every server (kept up, re-subscribed after a reconnect).
   virtual void subscribe(const std::string& channel, ChannelCallback on_event) = 0;
   // Subscribes each server I to CHANNELS[I], in place of what subscribe() set up. The first channel

@@ -295,6 +295,14 @@ bool Transport::fails_over(std::size_t server) const {
   return cluster(server) || servers_.at(server).is_sentinel();
 }
 
+bool Transport::busy(std::size_t server) const {
+  if (!clusters_.at(server)) return commands_.at(server)->busy();
+  std::vector<CommandConnection*> nodes;
+  clusters_[server]->connections(nodes);
+  return clusters_[server]->resolving() ||
+         std::any_of(nodes.begin(), nodes.end(), [](const CommandConnection* c) { return c->busy(); });
+}
+
 std::string Transport::role(std::size_t server) const {
   if (clusters_.at(server)) return clusters_[server]->role();
   return commands_.at(server)->server_role();

@@ -54,6 +54,7 @@ class Transport final : public Network, private ClusterMemberObserver {
   int database(std::size_t server) const override;
   bool cluster(std::size_t server) const override;
   bool fails_over(std::size_t server) const override;
+  bool busy(std::size_t server) const override;
   bool resolving() const override;
   std::string duplicate_of(std::size_t server) const override;
 
