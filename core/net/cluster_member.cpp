@@ -213,10 +213,14 @@ void ClusterMember::on_map(const ClusterNode& from, Result res) {
     return fail_waiting(Failure::Config,
                         url().redacted() + ": " + from.address() + " is no cluster node (" + res.error + ")", now);
   }
+  failure_ = tried_ == 0 || failure_ == res.failure ? res.failure : Failure::Connect;
   ++next_;
   if (++tried_ >= candidates().size()) {
     tried_ = 0;
-    return fail_waiting(Failure::Connect, "no node of the cluster gave its slot map (" + error_ + ")", now);
+    // A wrong password, TLS or something that is not Redis on every node is not waited out.
+    const bool incurable = failure_ == Failure::Auth || failure_ == Failure::Tls || failure_ == Failure::Protocol;
+    return fail_waiting(incurable ? failure_ : Failure::Connect,
+                        "no node of the cluster gave its slot map (" + error_ + ")", now);
   }
   if (!waiting_.empty() || stale_) ask_map(now);
 }

@@ -89,7 +89,8 @@ class ClusterMember {
   bool stale_ = false;   // the map is to be learnt again (a MOVED, a failed node)
   std::size_t next_ = 0;
   std::size_t tried_ = 0;
-  std::string error_;  // why the last node asked for the map gave none
+  std::string error_;                // why the last node asked for the map gave none
+  Failure failure_ = Failure::None;  // how every node asked for it since the last map failed, or Connect
   std::deque<std::shared_ptr<Routed>> waiting_;
   std::string answered_;  // the node that answered last, and its role
   std::string role_;

@@ -333,6 +333,22 @@ class ClusterMember(ClusterBesideTwo):
         self.assertEqual(r.code, 78, r)
         self.assertIn("no cluster node", r.stderr)
 
+    def test_a_wrong_password_on_every_node_is_not_waited_out(self):
+        # As for a standalone server: a wait cannot cure it, so acquire and run (waiting for ever
+        # by default) end at once with 69, where they waited for ever.
+        guarded = Server(self.workdir, 9, ("--requirepass", "s3cr3t-pw")).start()
+        try:
+            for args in (["acquire", "cl-auth"], ["run", "cl-auth", "--", "true"]):
+                for url in ("cluster://:wrong-pw@%s" % guarded.address, "cluster://%s" % guarded.address):
+                    t0 = time.monotonic()
+                    r = redlock(["-S", url] + args, env=ENV, timeout=20)
+                    self.assertEqual(r.code, 69, r)
+                    self.assertLess(time.monotonic() - t0, 5, r)
+                    self.assertRegex(r.stderr, "AUTH refused|NOAUTH")
+                    self.assertNotIn("wrong-pw", r.stderr)
+        finally:
+            guarded.kill()
+
 
 if __name__ == "__main__":
     main()
