@@ -39,10 +39,12 @@ Json json_event(const LockEvent& e, const std::string& name, const std::string& 
   j["name"] = name;
   j["key"] = key;
   j["time"] = now_text();
-  j["token"] = e.token ? Json(*e.token) : Json(nullptr);
+  // Readers of the shared mode hold the lock with a marker, never a token: they are "readers".
+  const bool readers = e.token && *e.token == kSharedMarker;
+  j["token"] = e.token && !readers ? Json(*e.token) : Json(nullptr);
   std::optional<OwnerRecord> record;
   if (e.owner_record) record = parse_owner_record(*e.owner_record);
-  j["owner"] = record ? Json(record->owner) : Json(nullptr);
+  j["owner"] = readers ? Json("readers") : record ? Json(record->owner) : Json(nullptr);
   j["since"] = record && record->since_unix_ms ? Json(wall_time(*record->since_unix_ms)) : Json(nullptr);
   j["fence"] = e.fence > 0 ? Json(e.fence) : Json(nullptr);
   j["ttl_ms"] = e.ttl_ms ? Json(*e.ttl_ms) : Json(nullptr);
@@ -62,6 +64,12 @@ int run_watch(const WatchOptions& o, const GlobalOptions& global) {
   transport->set_wait_sigmask(&signals.wait_mask());
   auto stopped = [&signals] { return signals.first_caught({SIGINT, SIGTERM, SIGHUP}); };
   Redlock redlock(*transport, request_timeout(global));
+  // A semaphore's holders are in its slots, which the events of its NAME do not show: refused,
+  // rather than read as free while slots are held.
+  if (auto limit = stored_limit(redlock, keys)) {
+    usage_error("watch: " + printable(o.name) + " is a semaphore (limit " + std::to_string(*limit) +
+                "), whose slots it does not follow; read it with status");
+  }
   LockWatch watch(*transport, keys);
   const LockVerdict start = watch.start();
   if (!watch.keyspace_off().empty()) {

@@ -291,6 +291,23 @@ class Watch(ClusterTest):
             with s.client() as c:
                 c.call("ACL", "DELUSER", name)
 
+    def test_a_semaphore_is_refused_not_read_as_free(self):
+        # Its holders are in its slots: `--until free` must not return while one is held.
+        self.assertEqual(self.rl("acquire", "--limit", "2", "--ttl", "10s", "sem").code, 0)
+        for until in ([], ["--until", "free"], ["--until", "released"]):
+            r = self.rl("watch", "sem", *until)
+            self.assertEqual((r.code, r.out), (64, b""), r)
+            self.assertEqual(r.stderr, "redlock: error: watch: sem is a semaphore (limit 2), whose slots it does not "
+                             "follow; read it with status\n")
+
+    def test_readers_are_named_as_such_not_by_their_marker(self):
+        w = self.watching("job")
+        token = self.rl("acquire", "--shared", "job", "--ttl", "10s").stdout.strip()
+        self.assertEqual(self.rl("release", "--shared", "job", "--token", token).code, 0)
+        events = w.events(2)
+        self.assertEqual([(e["event"], e["token"], e["owner"]) for e in events],
+                         [("acquired", None, "readers"), ("released", None, "readers")], (events, w.state()))
+
     def test_bad_until_is_a_usage_error(self):
         r = self.rl("watch", "job", "--until", "never")
         self.assertEqual(r.code, 64, r)
