@@ -149,6 +149,21 @@ class Shared(ClusterTest):
         self.assertGreater(status["readers"][0]["ttl_ms"], 15000)  # the marker still covers it
         self.assertEqual(self.rl("acquire", "-n", "data").code, 75)
 
+    def test_a_forced_release_of_the_readers_counts_what_it_deleted(self):
+        for owner in ("a", "b"):
+            self.assertEqual(self.rl("acquire", "--shared", "--ttl", "20s", "--owner", owner, "data").code, 0)
+        r = self.rl("--json", "release", "--shared", "--force", "data")
+        self.assertEqual((r.code, r.json()["deleted"]), (0, self.N), r)
+        self.assertEqual(self.rl("--json", "status", "--shared", "data").json()["state"], "free")
+        # No readers: nothing deleted, and a writer's lock or application data under the name is
+        # left as it is, and not said to be deleted.
+        writer = self.rl("acquire", "--ttl", "20s", "data").stdout.strip()
+        for name in ("data", "nobody"):
+            r = self.rl("--json", "release", "--shared", "--force", name)
+            self.assertEqual((r.code, r.json()["deleted"]), (0, 0), r)
+            self.assertEqual({s["result"] for s in r.json()["servers"]}, {"not_held"}, r)
+        self.assertEqual(self.cluster.values("data"), [writer.encode()] * self.N)
+
     def test_status_json_and_usage(self):
         r = self.rl("--json", "acquire", "--shared", "--owner", "backup", "data")
         self.assertEqual((r.code, r.json()["mode"], r.json()["fence"]), (0, "shared", 0), r)
