@@ -185,14 +185,45 @@ void report_place(std::function<void(const AcquireResult&, TimePoint)>& on_retry
   };
 }
 
-// --fair and --max-queue: the queue's order is the mutex's alone.
-void plan_queue(AcquirePlan& plan, const AcquireOptions& o) {
-  if ((o.fair || o.max_queue > 0) && (o.limit > 0 || o.shared)) {
-    usage_error(std::string(o.fair ? "--fair" : "--max-queue") + " is for a mutex: not with " +
-                (o.shared ? "--shared" : "--limit"));
+// The lock's mode and the queue's options, as given.
+struct Modes {
+  bool shared;
+  std::size_t limit;
+  bool fair;  // --fair and --max-queue: the queue's order is the mutex's alone
+  std::size_t max_queue;
+};
+
+// Of two that exclude each other (--shared and --limit; either with --fair or --max-queue), the
+// one given nearer wins (the command line over the environment over the configuration file), as
+// -n does over REDLOCK_WAIT; given in one place, they are a usage error.
+Modes resolve_modes(const AcquireOptions& o, const GlobalOptions& global) {
+  Modes m{o.shared, o.limit, o.fair, o.max_queue};
+  const std::span<const OptionRow<A>> rows(kAcquireOptions);
+  auto first_wins = [&](std::string_view a, std::string_view b) {
+    return beats(global, placed(*find_row(rows, a)), placed(*find_row(rows, b)),
+                 a == "--shared" ? "--shared and --limit exclude each other"
+                                 : std::string(a) + " is for a mutex: not with " + std::string(b));
+  };
+  if (m.shared && m.limit > 0) {
+    if (first_wins("--shared", "--limit")) {
+      m.limit = 0;
+    } else {
+      m.shared = false;
+    }
   }
-  plan.spec.fair = o.fair;
-  plan.spec.max_queue = o.max_queue;
+  for (const std::string_view queue : {"--fair", "--max-queue"}) {
+    const bool given = queue == "--fair" ? m.fair : m.max_queue > 0;
+    if (!given || !(m.shared || m.limit > 0)) continue;
+    if (first_wins(queue, m.shared ? "--shared" : "--limit")) {
+      m.shared = false;
+      m.limit = 0;
+    } else if (queue == "--fair") {
+      m.fair = false;
+    } else {
+      m.max_queue = 0;
+    }
+  }
+  return m;
 }
 
 }  // namespace
@@ -208,8 +239,11 @@ AcquirePlan plan_acquire(const AcquireOptions& o, const GlobalOptions& global) {
     usage_error("--ttl " + o.ttl + " leaves no validity after the drift allowance (TTL·drift + 2ms)");
   }
   plan.spec.owner = o.owner.empty() ? default_owner() : o.owner;
-  plan.limit = o.limit;
-  plan.spec.keys = mode_keys(plan.spec.keys, o.shared, o.limit);
+  const Modes modes = resolve_modes(o, global);
+  plan.limit = modes.limit;
+  plan.spec.keys = mode_keys(plan.spec.keys, modes.shared, modes.limit);
+  plan.spec.fair = modes.fair;
+  plan.spec.max_queue = modes.max_queue;
   plan.spec.writer_priority = !o.no_writer_priority;
   if (o.token == kSharedMarker) usage_error("--token: '" + o.token + "' is the readers' marker, never a token");
   plan.spec.fence_ttl = ttl_option(o.fence_ttl, "--fence-ttl");
@@ -233,7 +267,6 @@ AcquirePlan plan_acquire(const AcquireOptions& o, const GlobalOptions& global) {
   if (global.verbose >= 1) plan.wait.on_retry = no_quorum_report(global, o.name, plan.wait.deadline);
   if (global.verbose >= 1) report_place(plan.wait.on_retry, global, o.name);
   plan.spec.report_place = global.verbose >= 1;
-  plan_queue(plan, o);
   refuse_empty(global, o.token_file, "--token-file");
   require_private_file(o.token_file, "--token-file");
   return plan;

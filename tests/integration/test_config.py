@@ -110,6 +110,26 @@ class Reading(ConfigTest):
         self.assertIn("exclude each other", r.stderr)
         self.assertEqual(self.rl("release", "job", "--token", token).code, 0)
 
+    def test_a_mode_on_the_command_line_beats_another_from_the_environment(self):
+        env = {"REDLOCK_SERVERS": self.cluster.spec}
+        for flags, in_env, says in ((["--shared"], {"REDLOCK_LIMIT": "2"}, {"mode": "shared"}),
+                                    (["--limit", "2"], {"REDLOCK_SHARED": "1"}, {"limit": 2}),
+                                    (["--limit", "2"], {"REDLOCK_FAIR": "1"}, {"limit": 2}),
+                                    (["--fair"], {"REDLOCK_LIMIT": "3"}, {"fairness": "fair"}),
+                                    (["--max-queue", "4"], {"REDLOCK_SHARED": "1"}, {})):
+            with self.subTest(flags=flags, env=in_env):
+                name = "mode-%s" % "".join(c for c in flags[0] + "".join(in_env) if c.isalpha()).lower()
+                r = self.run_with(["--json", "acquire", "-n", "--ttl", "5s", name] + flags, env=dict(env, **in_env))
+                self.assertEqual(r.code, 0, r)
+                j = r.json()
+                self.assertEqual({k: j.get(k) for k in says}, says, j)
+                self.assertEqual(j.get("mode") == "shared", "--shared" in flags, j)
+                self.assertEqual("limit" in j, "--limit" in flags, j)
+        # Both from one place: a usage error, as before.
+        r = self.run_with(["acquire", "-n", "mode-both"], env=dict(env, REDLOCK_FAIR="1", REDLOCK_LIMIT="2"))
+        self.assertEqual(r.code, 64, r)
+        self.assertIn("REDLOCK_FAIR is for a mutex: not with REDLOCK_LIMIT", r.stderr)
+
 
 class Errors(ConfigTest):
     def test_an_unknown_name_is_78_naming_the_line(self):
