@@ -134,7 +134,8 @@ namespace {
 void plan_token(AcquirePlan& plan, const std::string& token, const GlobalOptions& global) {
   const auto locks = enclosing_locks();
   const EnclosingLock* same = nullptr;
-  if (!locks.empty()) same = find_enclosing(locks, plan.spec.keys.lock, servers_signature(configured_servers(global)));
+  if (!locks.empty())
+    same = find_enclosing(locks, plan.spec.keys.lock, servers_signature(configured_servers(global)), plan.limit > 0);
   if (same && (token.empty() || token == same->token)) {
     plan.spec.token = same->token;
     plan.reentry = AcquirePlan::Reentry::Enclosing;
@@ -150,7 +151,7 @@ void plan_token(AcquirePlan& plan, const std::string& token, const GlobalOptions
     if (handed_on) plan.reentry = AcquirePlan::Reentry::IfHeld;
     return;
   }
-  auto inherited = locks.empty() ? inherited_token(global, plan.spec.keys.lock) : std::nullopt;
+  auto inherited = locks.empty() ? inherited_token(global, plan.spec.keys.lock, plan.limit > 0) : std::nullopt;
   plan.spec.token = inherited ? *inherited : make_token();
 }
 

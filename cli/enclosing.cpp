@@ -45,7 +45,8 @@ std::vector<EnclosingLock> outer_locks() {
   if (!list.is_array()) return locks;
   for (const auto& j : list) {
     if (!j.is_object() || !j.value("key", Json()).is_string() || !j.value("token", Json()).is_string()) continue;
-    EnclosingLock lock{j["key"], j["token"], std::nullopt, j.value("servers", std::string())};
+    EnclosingLock lock{j["key"], j["token"], std::nullopt, j.value("servers", std::string()),
+                       j.value("semaphore", Json()).is_boolean() && j["semaphore"].get<bool>()};
     if (j.value("fence", Json()).is_number_integer()) lock.fence = j["fence"].get<std::int64_t>();
     locks.push_back(std::move(lock));
   }
@@ -57,7 +58,7 @@ std::vector<EnclosingLock> outer_locks() {
 std::vector<EnclosingLock> enclosing_locks() {
   std::vector<EnclosingLock> locks;
   EnclosingLock own{env_text("REDLOCK_KEY"), env_text("REDLOCK_TOKEN"), fence_value(env_text("REDLOCK_FENCE")),
-                    signature_of_list(env_text("REDLOCK_SERVERS"))};
+                    signature_of_list(env_text("REDLOCK_SERVERS")), !env_text("REDLOCK_SLOT").empty()};
   if (!own.key.empty() && !own.token.empty()) locks.push_back(std::move(own));
   for (auto& outer : outer_locks()) locks.push_back(std::move(outer));
   return locks;
@@ -73,9 +74,10 @@ std::string servers_signature(const std::vector<ServerUrl>& servers) {
 }
 
 const EnclosingLock* find_enclosing(const std::vector<EnclosingLock>& locks, const std::string& key,
-                                    const std::string& servers) {
+                                    const std::string& servers, bool semaphore) {
   for (const auto& lock : locks) {
-    if (lock.key == key && (lock.servers.empty() || lock.servers == servers)) return &lock;
+    if (lock.key == key && lock.semaphore == semaphore && (lock.servers.empty() || lock.servers == servers))
+      return &lock;
   }
   return nullptr;
 }
@@ -85,6 +87,7 @@ std::string enclosing_text(const std::vector<EnclosingLock>& locks) {
   for (const auto& lock : locks) {
     Json j = {{"key", lock.key}, {"token", lock.token}, {"servers", lock.servers}};
     j["fence"] = lock.fence ? Json(*lock.fence) : Json(nullptr);
+    if (lock.semaphore) j["semaphore"] = true;
     list.push_back(std::move(j));
   }
   return json_text(list);

@@ -16,7 +16,8 @@ struct EnclosingLock {
   std::string key;
   std::string token;
   std::optional<std::int64_t> fence;
-  std::string servers;  // servers_signature of its servers; empty when not known
+  std::string servers;     // servers_signature of its servers; empty when not known
+  bool semaphore = false;  // a slot of the semaphore KEY (REDLOCK_SLOT), which only --limit re-enters
 };
 
 // The locks this process is inside of, innermost first; none outside any run.
@@ -25,9 +26,10 @@ std::vector<EnclosingLock> enclosing_locks();
 // What makes two server lists the same set of servers, whatever their order, credentials or form.
 std::string servers_signature(const std::vector<ServerUrl>& servers);
 
-// The lock of LOCKS that is KEY on the servers of signature SERVERS, if any.
+// The lock of LOCKS that is KEY on the servers of signature SERVERS, if any: a semaphore's when
+// SEMAPHORE, else a mutex's or a reader's (a semaphore and a mutex of one NAME are two locks).
 const EnclosingLock* find_enclosing(const std::vector<EnclosingLock>& locks, const std::string& key,
-                                    const std::string& servers);
+                                    const std::string& servers, bool semaphore);
 
 // REDLOCK_ENCLOSING for a run's child: LOCKS, the ones its run is inside of.
 std::string enclosing_text(const std::vector<EnclosingLock>& locks);

@@ -50,7 +50,7 @@ const OptionRow<E> kExtendOptions[] = {
 
 int run_extend(const ExtendOptions& o, const GlobalOptions& global) {
   LockKeys keys = mode_keys(lock_keys(global, o.name), o.shared, o.limit);
-  const std::string token = held_token(global, o.token, o.token_file, keys.lock, true);
+  const std::string token = held_token(global, o.token, o.token_file, keys.lock, true, o.limit > 0);
   if (token.empty()) usage_error("extend needs --token TOKEN or --token-file FILE (or REDLOCK_TOKEN)");
   const bool keep_longer = o.ttl.empty();
   Duration ttl = ttl_option(keep_longer ? kFallbackTtl : o.ttl, "--ttl");

@@ -324,7 +324,7 @@ std::string read_token_file(const std::string& path) {
 }  // namespace
 
 std::string held_token(const GlobalOptions& global, const std::string& token, const std::string& token_file,
-                       const std::string& key, bool inherit) {
+                       const std::string& key, bool inherit, bool semaphore) {
   refuse_empty_token(global, token);
   refuse_empty(global, token_file, "--token-file");
   const bool file_flag = given_on_command_line(global, {"--token-file"});
@@ -334,10 +334,10 @@ std::string held_token(const GlobalOptions& global, const std::string& token, co
   if (!token.empty() && !file_flag) return token;
   if (!token_file.empty()) return read_token_file(token_file);
   if (!token.empty()) return token;
-  return inherit ? inherited_token(global, key).value_or("") : "";
+  return inherit ? inherited_token(global, key, semaphore).value_or("") : "";
 }
 
-std::optional<std::string> inherited_token(const GlobalOptions& options, const std::string& key) {
+std::optional<std::string> inherited_token(const GlobalOptions& options, const std::string& key, bool semaphore) {
   const auto locks = enclosing_locks();
   if (locks.empty()) {
     auto token = environment_value("REDLOCK_TOKEN");
@@ -345,7 +345,8 @@ std::optional<std::string> inherited_token(const GlobalOptions& options, const s
     refuse_control_characters(*token, "REDLOCK_TOKEN");
     return token;
   }
-  if (auto* lock = find_enclosing(locks, key, servers_signature(configured_servers(options)))) return lock->token;
+  if (auto* lock = find_enclosing(locks, key, servers_signature(configured_servers(options)), semaphore))
+    return lock->token;
   return std::nullopt;
 }
 

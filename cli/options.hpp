@@ -136,7 +136,8 @@ LockKeys lock_keys(const GlobalOptions& options, const std::string& name);
 // The token to use for lock KEY when no --token was given: inside `run`'s child, the token of the
 // enclosing run whose lock KEY is on these servers (never another lock's: sibling workers that
 // take a second lock must exclude each other); outside any run, REDLOCK_TOKEN. nullopt when none.
-std::optional<std::string> inherited_token(const GlobalOptions& options, const std::string& key);
+// SEMAPHORE: KEY is a semaphore's (--limit).
+std::optional<std::string> inherited_token(const GlobalOptions& options, const std::string& key, bool semaphore);
 // A --token given empty on the command line is a usage error: a script's unset variable
 // (--token "$T") must not fall back to REDLOCK_TOKEN or to a new token. So is one with a control
 // character (a line break): a token is printed on a line of its own.
@@ -149,7 +150,7 @@ void refuse_empty(const GlobalOptions& global, const std::string& value, std::st
 // it), else, when INHERIT, inherited_token. Empty when there is none. Both options on the command
 // line are a usage error; a file that cannot be read or holds no token is a configuration error.
 std::string held_token(const GlobalOptions& global, const std::string& token, const std::string& token_file,
-                       const std::string& key, bool inherit);
+                       const std::string& key, bool inherit, bool semaphore);
 
 // Parses a duration option; ALLOW_ZERO false makes 0 a usage error too.
 Duration duration_option(const std::string& text, const char* what, bool allow_zero);

@@ -64,7 +64,8 @@ int run_release(const ReleaseOptions& o, const GlobalOptions& global) {
   // REDLOCK_TOKEN stands in for --token, but never turns a --force into a usage error; and a
   // --token on the command line beats a REDLOCK_FORCE (flag, then environment).
   const bool token_given = given_on_command_line(global, {"--token", "--token-file"});
-  std::string token = held_token(global, o.token, force && !token_given ? "" : o.token_file, keys.lock, !force);
+  std::string token =
+      held_token(global, o.token, force && !token_given ? "" : o.token_file, keys.lock, !force, o.limit > 0);
   if (force && !token.empty() && !given_on_command_line(global, {"--force"})) force = false;
   if (force == !token.empty())
     usage_error("release needs exactly one of --token TOKEN (or --token-file FILE) and --force");

@@ -233,6 +233,27 @@ class Semaphore(ClusterTest):
         self.assertEqual((json.loads(nested)["nested"], json.loads(nested)["slot"], inner), (True, 0, "inner"))
         self.assertEqual((json.loads(report)["nested"], json.loads(report)["slot"]), (True, 0))
 
+    def test_a_mutex_of_the_same_name_inside_is_another_lock(self):
+        # A semaphore and a mutex of one NAME are two locks: the mutex inside the semaphore's run is
+        # taken with a token of its own (and a run of it runs), not refused as a lost re-entry.
+        r = self.rl("run", "--limit", "2", "-n", "mixed", "-c",
+                    '"$RL" --json acquire -n --ttl 10s mixed && "$RL" --json run -n --ttl 10s mixed2 -- echo inner '
+                    '&& echo "outer $REDLOCK_TOKEN"',
+                    env={"RL": redlock_binary()}, timeout=20)
+        self.assertEqual(r.code, 0, r)
+        lines = [line for line in r.stdout.splitlines() if line]
+        mutex = json.loads(lines[0])
+        self.assertEqual((mutex["acquired"], mutex.get("nested")), (True, None), mutex)
+        self.assertNotEqual(mutex["token"], lines[-1].split()[1])
+        self.assertEqual(self.cluster.values("mixed"), [mutex["token"].encode()] * self.N)
+        self.assertIn("inner", lines)
+        # And a --limit call inside a mutex's run of the name is not a re-entry of the mutex.
+        r = self.rl("run", "-n", "other", "-c", '"$RL" --json acquire --limit 2 -n --ttl 10s other',
+                    env={"RL": redlock_binary()}, timeout=20)
+        self.assertEqual(r.code, 0, r)
+        sem = json.loads(r.stdout)
+        self.assertEqual((sem["acquired"], sem.get("nested"), sem["limit"]), (True, None, 2), sem)
+
     def test_slot_and_limit_keys_are_no_lock_names(self):
         for name in ("jobs:redlock:slot:0", "{jobs}:redlock:slot:12", "jobs:redlock:limit"):
             r = self.rl("acquire", "-n", name)
