@@ -164,6 +164,19 @@ class Shared(ClusterTest):
             self.assertEqual({s["result"] for s in r.json()["servers"]}, {"not_held"}, r)
         self.assertEqual(self.cluster.values("data"), [writer.encode()] * self.N)
 
+    def test_a_plain_forced_release_of_readers_takes_every_reader(self):
+        for owner in ("a", "b"):
+            self.assertEqual(self.rl("acquire", "--shared", "--ttl", "20s", "--owner", owner, "data").code, 0)
+        r = self.rl("--json", "release", "--force", "data")
+        self.assertEqual((r.code, r.json()["deleted"]), (0, self.N), r)
+        s = self.rl("--json", "status", "--shared", "data").json()
+        self.assertEqual((s["state"], s["readers"]), ("free", []), s)
+        # A writer then holds it alone, as status says.
+        writer = self.rl("acquire", "--ttl", "20s", "--owner", "w", "data")
+        self.assertEqual(writer.code, 0, writer)
+        s = self.rl("--json", "status", "--shared", "data").json()
+        self.assertEqual((s["writer"]["owner"], s["readers"]), ("w", []), s)
+
     def test_status_json_and_usage(self):
         r = self.rl("--json", "acquire", "--shared", "--owner", "backup", "data")
         self.assertEqual((r.code, r.json()["mode"], r.json()["fence"]), (0, "shared", 0), r)

@@ -1,10 +1,10 @@
 -- Deletes KEYS[1] when it holds token ARGV[1], or, when ARGV[3] is '1' (--force), when it can be a
 -- lock at all: a string with an expiry, whoever's token it holds. Anything else under the key (another
 -- type, a string without an expiry: application data) is never deleted, forced or not; a forced
--- release answers -1 for it. With the lock goes its owner record KEYS[2], and the waiters on channel
--- ARGV[2] ('' for none) are woken and told how many they are: ARGV[4] is 'released' (a holder let
--- go) or 'retracted' (an attempt without a quorum gave back what it took). Returns the number of
--- lock keys deleted (0 or 1), or -1.
+-- release answers -1 for it, and takes every reader with a readers' marker. With the lock goes its
+-- owner record KEYS[2], and the waiters on channel ARGV[2] ('' for none) are woken and told how
+-- many they are: ARGV[4] is 'released' (a holder let go) or 'retracted' (an attempt without a
+-- quorum gave back what it took). Returns the number of lock keys deleted (0 or 1), or -1.
 -- The message also goes to the first two live waiters of the lock's queue (see acquire.lua), each
 -- on a channel of its own, ARGV[2] .. ':' .. ID, and names them after the count, "released N ID1
 -- ID2": the first tries at once, the second a little later in case the first does not answer; the
@@ -74,6 +74,12 @@ local deleted = 0
 local kind = redis.call('TYPE', KEYS[1])['ok']
 if ARGV[3] == '1' then
   if kind == 'string' and redis.call('PTTL', KEYS[1]) >= 0 then
+    -- Readers of the shared mode hold with a marker: forced, they all go with it (readers.lua's
+    -- keys, beside the channel), so that no reader is left counted under a writer.
+    if ARGV[2] ~= '' and redis.call('GET', KEYS[1]) == 'redlock:shared' then
+      local prefix = string.sub(ARGV[2], 1, -5)
+      redis.call('DEL', prefix .. 'readers', prefix .. 'readerowners')
+    end
     deleted = redis.call('DEL', KEYS[1])
   elseif kind ~= 'none' then
     return -1
