@@ -203,6 +203,9 @@ class ClusterOps(ClusterBesideTwo):
         self.assertEqual([(n["member"], n["resolved"]) for n in c["servers"]],
                          [("cluster://" + node.address, node.address)], c)
         self.assertIn("cluster_state:fail", c["servers"][0]["detail"])
+        # The probe's CLUSTERDOWN says what state the cluster is in, not what the ACL refuses.
+        self.assertEqual(checks["acl"]["verdict"], "unknown", checks["acl"])
+        self.assertEqual([s["acl_denied"] for s in j["servers"] if s["resolved"] == node.address], [[]], j["servers"])
         # A standalone URL of a cluster node still fails the check, as before.
         r, j, checks = self.doctor("redis://%s,redis://%s,redis://%s" % (
             node.address, self.plain[0].address, self.plain[1].address))
