@@ -57,13 +57,18 @@ bool campaign_again(const Json& report) {
   return outcome == "child_exited" || outcome == "child_signaled" || outcome == "lost";
 }
 
-// The line that ends a term that ran its command, unless -q: how long it lasted and how it ended.
-// Other outcomes have said what they are.
+// The line that ends a term that began (the lock taken), unless -q: how long it lasted and how it
+// ended. A term that never began (busy, no quorum) has said what it is.
 void say_term_over(const GlobalOptions& global, const std::string& name, const Json& report) {
-  if (!campaign_again(report)) return;
+  const bool ran = campaign_again(report);
+  if (!ran && !(report.value("acquired", false) && report.value("outcome", "") == "error")) return;
   const Json signal = report.value("signal", Json());
   std::string how;
-  if (report.value("outcome", "") == "lost") {
+  if (!ran) {
+    const bool not_run = report.value("child_exit", Json()).is_number();
+    how = std::string(not_run ? "the command could not be run" : "an error") + ", exit " +
+          std::to_string(report.value("exit_status", 0));
+  } else if (report.value("outcome", "") == "lost") {
     how = "the lock was lost, exit " + std::to_string(report.value("exit_status", 0));
   } else if (signal.is_string()) {
     how = "the command was killed by " + signal.get<std::string>();

@@ -196,6 +196,13 @@ class Elect(ClusterTest):
         self.assertRegex(r.stderr, r"^redlock: svc: term (\d+) begins, led by [^\n]+\n"
                                    r"redlock: svc: term \1 over after [^:]+: the command exited with 3\n$")
         self.assertEqual(self.rl("status", "svc").code, 1)
+        # A command that cannot be run ends its term too (and the loop: trying again changes nothing).
+        r = self.rl("elect", "svc", "--ttl", "1s", "--", "/nonexistent/cmd")
+        self.assertEqual(r.code, 127, r)
+        self.assertRegex(r.stderr, r"^redlock: svc: term (\d+) begins, led by [^\n]+\n"
+                                   r"redlock: error: /nonexistent/cmd: No such file or directory\n"
+                                   r"redlock: svc: term \1 over after [^:]+: the command could not be run, exit 127\n$")
+        self.assertEqual(self.rl("status", "svc").code, 1)
 
     def test_terms_grow_and_each_is_reported(self):
         report = os.path.join(self.scratch_dir(), "report")
