@@ -556,7 +556,9 @@ bool CommandConnection::on_sentinel_reply(const Reply& reply, TimePoint now) {
 // The sentinel asked did not answer: the next one is asked, until each has been once.
 void CommandConnection::sentinel_failed(const std::string& why, TimePoint now) {
   const std::size_t n = url().sentinels.size();
-  sentinel_error_ = url().sentinel_address(sentinel_next_ % n) + ": " + why;
+  // What each sentinel asked this time said: the first may be the one that tells why.
+  sentinel_error_ =
+      (sentinels_tried_ == 0 ? "" : sentinel_error_ + "; ") + url().sentinel_address(sentinel_next_ % n) + ": " + why;
   asking_ = false;
   pending_.clear();
   close_stream();

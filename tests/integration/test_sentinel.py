@@ -232,6 +232,15 @@ class SentinelMembers(unittest.TestCase):
         self.assertIsNone(s["resolved"])
         self.rl("release", "--token", r.json()["token"], "sentinel-dead")
 
+    def test_a_master_no_sentinel_knows_is_said_by_every_sentinel_asked(self):
+        # The sentinel that answers is asked first: its word must not be lost behind a dead one's.
+        g = self.groups[0]
+        live = g.url().split("//", 1)[1].split(",", 1)[0]
+        r = redlock(["acquire", "-n", "sentinel-unknown"], servers="sentinel://%s,127.0.0.1:1/nope" % live, env=ENV)
+        self.assertEqual(r.code, 69, r)
+        self.assertIn("no sentinel named the master nope (%s: " % live, r.stderr)
+        self.assertIn("; 127.0.0.1:1: ", r.stderr)
+
     def test_a_secret_stays_out_of_output_and_the_command_environment(self):
         down = "sentinel://%s:%s@127.0.0.1:1/gone?sentinel_password_file=%s" % ("u", MASTER_SECRET, self.password_file)
         r = redlock(["-vv", "--json", "--timeout", "300ms", "acquire", "-n", "sentinel-secret"],
