@@ -254,6 +254,8 @@ AcquirePlan plan_acquire(const AcquireOptions& o, const GlobalOptions& global) {
   refuse_empty_token(global, o.token);
   plan_token(plan, o.token, global);
 
+  // A script's unset variable (-w "$W") is no wait for ever.
+  for (const std::string_view flag : {"-w", "--wait"}) refuse_empty(global, o.wait, flag);
   bool nonblock = o.nonblock;
   bool wait = !o.wait.empty();
   if (nonblock && wait) {

@@ -207,6 +207,7 @@ std::string config_files(const ConfigFile& config) {
 }  // namespace
 
 std::optional<int> member_wait(const GlobalOptions& options) {
+  refuse_empty(options, options.member_wait, "--member-wait");
   if (options.member_wait.empty()) return std::nullopt;
   int n = -1;
   const auto& text = options.member_wait;

@@ -847,6 +847,11 @@ class BadInput(ClusterTest):
         self.assert_error(["acquire", "job", "-w", "soon"], 64, "--wait")
         self.assert_error(["acquire", "job", "-n", "-w", "1s"], 64, "exclude")
         self.assert_error(["acquire", ""], 64, "NAME must not be empty")
+        # An empty value ("$W" unset) is not the option left out (a wait for ever, the default replicas).
+        self.assert_error(["acquire", "job", "-w", ""], 64, "-w: must not be empty")
+        self.assert_error(["acquire", "job", "--wait", ""], 64, "--wait: must not be empty")
+        self.assert_error(["run", "job", "--wait", "", "--", "true"], 64, "--wait: must not be empty")
+        self.assert_error(["--member-wait", "", "acquire", "job"], 64, "--member-wait: must not be empty")
         # An empty --token ("$T" unset) neither falls back to REDLOCK_TOKEN nor makes a new token.
         for args in (["acquire", "job"], ["extend", "job"], ["release", "job"], ["run", "job", "--", "true"]):
             self.assert_error(args[:2] + ["--token", ""] + args[2:], 64, "--token: must not be empty",
