@@ -1,4 +1,5 @@
 #include <algorithm>
+
 #include "commands.hpp"
 #include "core/util/duration.hpp"
 #include "core/util/error.hpp"

@@ -315,16 +315,6 @@ std::vector<Request> probe_requests(const LockKeys& keys, const std::string& tok
   return r;
 }
 
-// An error reply that says what state the server is in (a cluster down, a data set loading, a
-// script running), not what the ACL allows: the probe did not get through, nothing was refused.
-bool state_error(const Result& r) {
-  if (r.failure != Failure::Reply) return false;
-  for (std::string_view state : {"CLUSTERDOWN", "LOADING", "MASTERDOWN", "TRYAGAIN", "BUSY"}) {
-    if (r.error.starts_with(state)) return true;
-  }
-  return false;
-}
-
 void read_probe(ServerFacts& f, const Fanout& batch, std::size_t i) {
   f.probed = true;
   for (std::size_t k = kAcquire; k <= kSubscribe; ++k) {
@@ -332,7 +322,9 @@ void read_probe(ServerFacts& f, const Fanout& batch, std::size_t i) {
     // A refused DEL leaves a key, reported below.
     if (k == kCleanup && !r.ok()) continue;
     if (r.ok()) continue;
-    if ((answered(r) || r.failure == Failure::Auth) && !state_error(r)) {
+    // An answer that tells the server's state (CLUSTERDOWN...) is no refusal: the probe did not get through.
+    const bool state = r.failure == Failure::Reply && server_state_error(r.error);
+    if ((answered(r) || r.failure == Failure::Auth) && !state) {
       f.denied.push_back(std::string(probe_name(k)) + ": " + r.error);
     } else if (f.probed) {
       f.probed = false;

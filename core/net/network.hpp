@@ -39,6 +39,15 @@ std::string_view failure_name(Failure f);
 // Failure::Reply that time may cure (the replicas catch up), unlike other error replies.
 inline constexpr std::string_view kWaitShort = "WAIT: ";
 
+// Whether an error reply tells the state the server is in (a cluster down, a data set loading, a
+// failover under way, a slot moving, a script running): time may cure it, and it refuses nothing.
+inline bool server_state_error(std::string_view error) {
+  for (std::string_view state : {"CLUSTERDOWN", "LOADING", "MASTERDOWN", "TRYAGAIN", "BUSY"}) {
+    if (error.starts_with(state)) return true;
+  }
+  return false;
+}
+
 struct Result {
   Failure failure = Failure::None;
   Reply reply;        // when failure == None

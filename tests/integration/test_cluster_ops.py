@@ -9,6 +9,8 @@ One 3-master cluster without replicas (3 redis-server --cluster-enabled yes) and
 servers; a lone cluster node that serves a few slots only (cluster_state:fail) for the failing
 check. All on free loopback ports."""
 
+import time
+
 from harness import Server, free_port, main, redlock, wait_for
 from test_cluster import ClusterBesideTwo
 
@@ -206,6 +208,14 @@ class ClusterOps(ClusterBesideTwo):
         # The probe's CLUSTERDOWN says what state the cluster is in, not what the ACL refuses.
         self.assertEqual(checks["acl"]["verdict"], "unknown", checks["acl"])
         self.assertEqual([s["acl_denied"] for s in j["servers"] if s["resolved"] == node.address], [[]], j["servers"])
+        # A wait outlasts a cluster that is down, as it does a server that is: it may come back.
+        with node.client() as c:
+            name = next(n for n in ("ops-down-%d" % k for k in range(5000)) if c.call("CLUSTER", "KEYSLOT", n) < 100)
+        started = time.monotonic()
+        r = self.rl("cluster://" + node.address, "--json", "acquire", "-w", "1s", name)
+        self.assertEqual((r.code, r.json()["reason"]), (69, "no_quorum"), r)
+        self.assertGreater(time.monotonic() - started, 0.9)
+        self.assertIn("CLUSTERDOWN", r.json()["message"])
         # A standalone URL of a cluster node still fails the check, as before.
         r, j, checks = self.doctor("redis://%s,redis://%s,redis://%s" % (
             node.address, self.plain[0].address, self.plain[1].address))
