@@ -14,6 +14,8 @@ namespace {
 // it has left, whichever is longer: an extend never shortens a lock it was not told to. This is
 // the TTL of a lock whose owner record does not say (taken by another client or an earlier version).
 constexpr const char* kFallbackTtl = "30s";
+// The clock drift factor extend allows for, as acquire's default --drift.
+constexpr double kExtendDrift = 0.01;
 
 struct ExtendOptions {
   std::string name;
@@ -55,12 +57,14 @@ int run_extend(const ExtendOptions& o, const GlobalOptions& global) {
   if (token.empty()) usage_error("extend needs --token TOKEN or --token-file FILE (or REDLOCK_TOKEN)");
   const bool keep_longer = o.ttl.empty();
   Duration ttl = ttl_option(keep_longer ? kFallbackTtl : o.ttl, "--ttl");
+  if (!keep_longer && validity(ttl, Duration::zero(), kExtendDrift) <= Duration::zero())
+    usage_error("--ttl " + o.ttl + " leaves no validity after the drift allowance (TTL·drift + 2ms)");
   auto transport = connect_servers(global);
   Redlock redlock(*transport, request_timeout(global));
   const SlotLookup slot = slot_keys(redlock, keys, o.limit, token, o.slot);
   ExtendResult r;
   if (slot.keys) {
-    r = redlock.extend(*slot.keys, token, ttl, 0.01, {}, keep_longer);
+    r = redlock.extend(*slot.keys, token, ttl, kExtendDrift, {}, keep_longer);
   } else {
     r.no_quorum = slot.no_quorum;
     r.message = slot.message;

@@ -1195,6 +1195,8 @@ ExtendResult ExtendRound::result() const {
   }
   if (res.extended) return res;
   if (res.tally.won()) {
+    // As an acquire's quorum that answered too late: no quorum in time (69), not "not held".
+    res.no_quorum = true;
     res.message = "a quorum extended the lock only after the new validity had run out";
   } else if (res.no_quorum) {
     res.message = no_quorum_message(network_, res.tally, round_.results());

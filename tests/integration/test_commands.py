@@ -651,11 +651,31 @@ class Extend(ClusterTest):
         token = self.rl("acquire", "job").stdout.strip()
         for args in (["extend", "job", "--token", token, "--ttl", "0"],
                      ["extend", "job", "--token", token, "--ttl", "-5s"],
+                     ["extend", "job", "--token", token, "--ttl", "2ms"],  # no validity left, as for acquire
                      ["extend", "job"]):
             r = self.rl(*args)
             self.assertEqual(r.code, 64, (args, r))
             self.assertTrue(r.stderr.startswith("redlock: error: "), r)
         self.assertEqual(self.cluster.values("job"), [token.encode()] * 5)
+
+    def test_a_quorum_that_extends_too_late_is_no_quorum_not_not_held(self):
+        token = self.rl("acquire", "job", "--ttl", "10s").stdout.strip()
+        # Three of five servers run a script for 400ms: their yes comes after a 100ms validity.
+        busy = ('local s = redis.call("TIME") while true do local n = redis.call("TIME") '
+                'if (n[1] - s[1]) * 1000000 + (n[2] - s[2]) > 400000 then return 1 end end')
+        procs = [subprocess.Popen(["redis-cli", "-p", str(s.port), "EVAL", busy, "0"], stdout=subprocess.DEVNULL)
+                 for s in self.cluster.servers[1:4]]
+        try:
+            time.sleep(0.1)
+            r = self.rl("--json", "--timeout", "2s", "extend", "job", "--token", token, "--ttl", "100ms")
+        finally:
+            for p in procs:
+                p.wait(timeout=10)
+        self.assertEqual(r.code, 69, r)
+        j = r.json()
+        self.assertEqual((j["extended"], j["reason"]), (False, "no_quorum"), j)
+        self.assertGreaterEqual(j["quorum"]["ok"], j["quorum"]["needed"], j)
+        self.assertIn("only after the new validity had run out", j["message"])
 
 
 class Release(ClusterTest):
