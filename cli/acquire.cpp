@@ -236,9 +236,7 @@ AcquirePlan plan_acquire(const AcquireOptions& o, const GlobalOptions& global) {
   // CLI11's range check lets NaN through (every comparison with it is false).
   if (!(o.drift >= 0.0 && o.drift <= 0.5)) usage_error("--drift: must be a number from 0 to 0.5");
   plan.spec.drift = o.drift;
-  if (validity(plan.spec.ttl, Duration::zero(), o.drift) <= Duration::zero()) {
-    usage_error("--ttl " + o.ttl + " leaves no validity after the drift allowance (TTL·drift + 2ms)");
-  }
+  require_validity(plan.spec.ttl, o.ttl, o.drift);
   plan.spec.owner = o.owner.empty() ? default_owner() : o.owner;
   const Modes modes = resolve_modes(o, global);
   plan.limit = modes.limit;

@@ -57,8 +57,7 @@ int run_extend(const ExtendOptions& o, const GlobalOptions& global) {
   if (token.empty()) usage_error("extend needs --token TOKEN or --token-file FILE (or REDLOCK_TOKEN)");
   const bool keep_longer = o.ttl.empty();
   Duration ttl = ttl_option(keep_longer ? kFallbackTtl : o.ttl, "--ttl");
-  if (!keep_longer && validity(ttl, Duration::zero(), kExtendDrift) <= Duration::zero())
-    usage_error("--ttl " + o.ttl + " leaves no validity after the drift allowance (TTL·drift + 2ms)");
+  if (!keep_longer) require_validity(ttl, o.ttl, kExtendDrift);
   auto transport = connect_servers(global);
   Redlock redlock(*transport, request_timeout(global));
   const SlotLookup slot = slot_keys(redlock, keys, o.limit, token, o.slot);

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "core/lock/quorum.hpp"
 #include "core/lock/token.hpp"
 #include "core/util/duration.hpp"
 #include "core/util/error.hpp"
@@ -282,6 +283,11 @@ Duration ttl_option(const std::string& text, const char* what) {
   auto ms = std::chrono::duration_cast<Millis>(d);
   if (ms.count() < 1) usage_error(std::string(what) + ": must be at least 1ms");
   return ms;
+}
+
+void require_validity(Duration ttl, const std::string& text, double drift) {
+  if (validity(ttl, Duration::zero(), drift) <= Duration::zero())
+    usage_error("--ttl " + text + " leaves no validity after the drift allowance (TTL·drift + 2ms)");
 }
 
 void refuse_empty(const GlobalOptions& global, const std::string& value, std::string_view flag) {

@@ -156,6 +156,8 @@ std::string held_token(const GlobalOptions& global, const std::string& token, co
 Duration duration_option(const std::string& text, const char* what, bool allow_zero);
 // A TTL in whole milliseconds, at least 1 ms.
 Duration ttl_option(const std::string& text, const char* what);
+// --ttl TEXT, read as TTL: a usage error when the drift allowance (DRIFT) leaves it no validity.
+void require_validity(Duration ttl, const std::string& text, double drift);
 
 // The default --owner: user@host:pid, plus the CI job when a known CI variable is set.
 std::string default_owner();
