@@ -153,6 +153,7 @@ void plan_token(AcquirePlan& plan, const std::string& token, const GlobalOptions
   }
   auto inherited = locks.empty() ? inherited_token(global, plan.spec.keys.lock, plan.limit > 0) : std::nullopt;
   plan.spec.token = inherited ? *inherited : make_token();
+  plan.spec.new_token = !inherited;
 }
 
 // -v: a wait that goes on without a quorum says so, once each time it starts to (busy is the

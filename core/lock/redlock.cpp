@@ -632,6 +632,8 @@ struct Redlock::Votes {
 };
 
 AcquireResult Redlock::attempt(const LockSpec& spec) {
+  const bool first_use = spec.new_token && spec.token != last_token_;
+  last_token_ = spec.token;
   const std::string owner = owner_record(spec.owner, spec.ttl);
   Round round(network_, [&](std::size_t) { return acquire_request(spec, owner); });
   const Tally tally = run_until_decided(network_, round, classify_acquire, kNever);
@@ -654,6 +656,11 @@ AcquireResult Redlock::attempt(const LockSpec& spec) {
   // resolved later) refuses the configuration as a duplicate answer does.
   for (std::size_t i = 0; i < network_.size(); ++i)
     votes.duplicate = votes.duplicate || !network_.duplicate_of(i).empty();
+  std::string held_twice;
+  for (const auto& s : res.servers) {
+    if (first_use && s.result == Answer::Reacquired) held_twice += (held_twice.empty() ? "" : ", ") + s.server;
+  }
+  votes.duplicate = votes.duplicate || !held_twice.empty();
   res.writer_queued = queue_writer(spec, votes.behind_readers);
   if (tally.won() && validity(spec.ttl, took, spec.drift) > spec.min_validity && !votes.duplicate) {
     res.owner_record = owner;
@@ -664,6 +671,11 @@ AcquireResult Redlock::attempt(const LockSpec& spec) {
     check_duplicates(round.results());
     for (std::size_t i = 0; i < network_.size(); ++i) {
       if (!network_.duplicate_of(i).empty()) config_error(network_.duplicate_of(i));
+    }
+    if (!held_twice.empty()) {
+      config_error(held_twice +
+                   " already held a token made for this attempt: it is a server configured twice "
+                   "(under two names; INFO, which would tell, is refused)");
     }
   }
   finish_lost(spec, round, tally, votes, res);

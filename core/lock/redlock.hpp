@@ -105,6 +105,10 @@ struct LockSpec {
   bool take_grants = false;
   // A reader (keys.reader) is refused while a writer waits; false lets it in (--no-writer-priority).
   bool writer_priority = true;
+  // TOKEN was made for this acquisition: on its first attempt, no server can already hold it, so
+  // one that answers it does is a server reached twice (two names of one server whose INFO the
+  // ACL refuses, so that run_id cannot tell), and the configuration is refused.
+  bool new_token = false;
   // --fair: while a fair waiter waits, the lock goes to the queue's head alone (see acquire.lua).
   // BARGE: this attempt skips the queue's order (a hand-off the queues held up for a heartbeat).
   bool fair = false;
@@ -381,6 +385,7 @@ class Redlock {
   Network& network_;
   Duration timeout_;
   std::uint64_t seed_;
+  std::string last_token_;  // of the last attempt: its next attempts may find it held
 };
 
 // The fence a quorum of acquire answers agree on (their counters), if NEEDED of them are equal.
