@@ -21,16 +21,35 @@ int create_beside(const std::string& path, std::string& tmp) {
   return ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 }
 
+const char* kind_of(const struct stat& st, bool link) {
+  if (S_ISDIR(st.st_mode)) return link ? "a link to a directory" : "a directory";
+  if (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)) return link ? "a link to a device" : "a device";
+  if (S_ISFIFO(st.st_mode)) return link ? "a link to a pipe" : "a pipe";
+  return link ? "a link to something not a regular file" : "not a regular file";
+}
+
+// Whether the symbolic link PATH names a file of the system's own: one under /dev or /proc
+// (/dev/stdout names /proc/self/fd/1, whatever standard output is).
+bool names_system_file(const std::string& path) {
+  char target[4096];
+  const ssize_t n = ::readlink(path.c_str(), target, sizeof target - 1);
+  if (n <= 0) return false;
+  const std::string_view t(target, static_cast<std::size_t>(n));
+  return t.starts_with("/proc/") || t.starts_with("/dev/") || path.starts_with("/dev/") || path.starts_with("/proc/");
+}
+
 // What is at PATH when it is something a file of ours must not replace (a device, a pipe, a socket,
-// a directory: renamed over, it would be gone); nullptr when PATH is a regular file, nothing, or a
-// symbolic link (replaced, never followed: the file it names stays as it is).
+// a directory: renamed over, it would be gone), or a symbolic link to one, or to a file of the
+// system's own; nullptr when PATH is a regular file, nothing, or a symbolic link to a regular file or
+// to nothing (replaced, never followed: the file it names stays as it is).
 const char* not_replaceable(const std::string& path) {
   struct stat st {};
-  if (::lstat(path.c_str(), &st) != 0 || S_ISREG(st.st_mode) || S_ISLNK(st.st_mode)) return nullptr;
-  if (S_ISDIR(st.st_mode)) return "a directory";
-  if (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)) return "a device";
-  if (S_ISFIFO(st.st_mode)) return "a pipe";
-  return "not a regular file";
+  if (::lstat(path.c_str(), &st) != 0 || S_ISREG(st.st_mode)) return nullptr;
+  if (!S_ISLNK(st.st_mode)) return kind_of(st, false);
+  if (names_system_file(path)) return "a link into /dev or /proc";
+  struct stat target {};
+  if (::stat(path.c_str(), &target) != 0 || S_ISREG(target.st_mode)) return nullptr;
+  return kind_of(target, true);
 }
 
 std::string refusal(const std::string& option, const std::string& path, const char* what) {

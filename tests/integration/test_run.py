@@ -1077,6 +1077,22 @@ class PrivateFiles(RunTest):
                     self.assertEqual(self.cluster.values("job"), [None] * 5)
         self.assertTrue(stat.S_ISCHR(os.stat(os.devnull).st_mode))
         self.assertTrue(stat.S_ISFIFO(os.lstat(fifo).st_mode))
+        # A link to one (or into /dev or /proc: /dev/stdout names /proc/self/fd/1, even when standard
+        # output is a regular file) is refused too: replaced, /dev/stdout would be gone for everyone.
+        links = {"to-null": (os.devnull, "a link into /dev or /proc"), "to-fifo": (fifo, "a link to a pipe"),
+                 "to-fd": ("/proc/self/fd/1", "a link into /dev or /proc"), "to-dir": (self.tmp, "a link to a directory")}
+        for name, (target, what) in links.items():
+            link = self.path(name)
+            os.symlink(target, link)
+            with self.subTest(link=name):
+                with open(self.path("stdout"), "w") as out:
+                    p = subprocess.run([redlock_binary(), "run", "job", "--report", link, "--", "touch", self.path("ran")],
+                                       env=dict(clean_env(None), REDLOCK_SERVERS=self.cluster.spec), stdout=out,
+                                       stderr=subprocess.PIPE, text=True, timeout=30)
+                self.assertEqual((p.returncode, p.stderr), (78, "redlock: error: --report '%s' is %s; only a regular "
+                                                               "file is replaced\n" % (link, what)), p)
+                self.assertEqual(os.readlink(link), target)
+                self.assertFalse(os.path.exists(self.path("ran")))
         late = self.path("late")
         r = self.rl("run", "job", "--report", late, "--", "mkfifo", late)
         self.assertEqual(r.code, 0, r)
