@@ -285,17 +285,22 @@ class Runner {
     }
   }
 
-  // What the command starts with: the lock's REDLOCK_* variables, and how this run reached its servers.
-  ChildSpec child_spec(const AcquireResult& acq) {
+  // What the command starts with: the lock's REDLOCK_* variables (TOKEN, and FENCE when known: a
+  // re-entered lock's may not be), and how this run reached its servers.
+  ChildSpec child_spec(const std::string& token, std::optional<std::int64_t> fence) {
     const AcquirePlan& ap = plan_.acquire;
     ChildSpec spec;
     spec.argv = plan_.argv;
     spec.set_env = {{"REDLOCK_NAME", o_.acquire.name},
                     {"REDLOCK_KEY", global_.prefix + o_.acquire.name},
-                    {"REDLOCK_TOKEN", acq.token},
-                    {"REDLOCK_FENCE", std::to_string(acq.fence)},
+                    {"REDLOCK_TOKEN", token},
                     {"REDLOCK_TTL_MS", std::to_string(whole_ms(ap.spec.ttl))}};
-    if (elect_) spec.set_env.emplace_back("REDLOCK_TERM", std::to_string(acq.fence));
+    if (fence) {
+      spec.set_env.emplace_back("REDLOCK_FENCE", std::to_string(*fence));
+    } else {
+      spec.unset_env.emplace_back("REDLOCK_FENCE");
+    }
+    if (elect_ && fence) spec.set_env.emplace_back("REDLOCK_TERM", std::to_string(*fence));
     // A semaphore's holder: REDLOCK_KEY stays NAME's key (a nested call with --limit finds the slot
     // from the token), and the fence is the slot's own.
     if (ap.slot) {
@@ -317,7 +322,7 @@ class Runner {
   // Runs the command while the lock is renewed, and lets the lock go (or reports it lost) after.
   int hold(const AcquireResult& acq) {
     const AcquirePlan& ap = plan_.acquire;
-    Child child(child_spec(acq), *signals_);
+    Child child(child_spec(acq.token, acq.fence), *signals_);
     if (child.exec_errno()) {
       release(acq.token);
       return exec_failed(child);
@@ -525,11 +530,10 @@ class Runner {
       return finish("lost", o_.lost_exit_code);
     }
     write_token_file(o_.acquire.token_file, plan_.acquire.spec.token);
-    ChildSpec spec;
-    spec.argv = plan_.argv;
-    connection_for_child(spec);
+    // The command learns the lock it runs under: the one re-entered, not the run around this one,
+    // whose variables it would otherwise inherit (another lock's fence, when that run's is another).
     const TimePoint started = Clock::now();
-    Child child(spec, *signals_);
+    Child child(child_spec(plan_.acquire.spec.token, fence), *signals_);
     if (child.exec_errno()) return exec_failed(child);
     while (!child.reap()) {
       forward_signals(child);

@@ -913,6 +913,22 @@ class Child(RunTest):
                              r)
         self.assertFalse(os.path.exists(marker))
 
+    def test_a_reentry_through_a_run_of_another_name_gives_the_command_its_own_lock(self):
+        # outer holds a, a run of b inside it, and in b's command a run of a again (re-entered):
+        # that command learns a's name, token and fence, not b's, which it would inherit.
+        self.assertEqual(self.rl("acquire", "b").code, 0)  # b's fence above a's from here on
+        self.assertEqual(self.rl("release", "--force", "b").code, 0)
+        show = self.path("show")
+        with open(show, "w") as f:
+            f.write('echo "$REDLOCK_NAME $REDLOCK_KEY $REDLOCK_TOKEN $REDLOCK_FENCE"\n')
+        r = self.rl("run", "a", "--", "sh", "-c", "sh {s}; {b} run b -- sh -c 'sh {s}; {b} run a -- sh {s}'".format(
+            b=redlock_binary(), s=show))
+        self.assertEqual(r.code, 0, r)
+        outer, middle, inner = [line.split() for line in r.stdout.splitlines()]
+        self.assertEqual((outer[0], middle[0]), ("a", "b"), r.stdout)
+        self.assertNotEqual(outer[3], middle[3])
+        self.assertEqual(inner, outer, r.stdout)
+
     def test_nested_run_of_another_name_is_a_lock_of_its_own(self):
         r = self.rl("run", "outer", "--", redlock_binary(), "run", "inner", "--", "sh", "-c",
                     "%s status outer >/dev/null && %s status inner >/dev/null && echo both" %
