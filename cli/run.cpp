@@ -416,6 +416,10 @@ class Runner {
         continue;
       }
       if (caught.sig != SIGCHLD) child.signal_group(caught.sig);
+      // A command stopped where we do not follow its stops (a background job that read the
+      // terminal: SIGTTIN) would keep a TERM pending for ever, and the lock with it: continued, as
+      // a shell's kill continues a stopped job. A stop we follow (^Z) is left to follow_stop.
+      if (stops_waiting(caught.sig) && !child.stopped()) child.signal_group(SIGCONT);
       if (stops_waiting(caught.sig) && !stopped_by_) stopped_by_ = caught.sig;
     }
   }

@@ -558,6 +558,21 @@ class InteractiveShell(RunTest):
         self.assert_gone(sh, sleep)
         self.assertEqual(self.cluster.values("job"), [None] * 5)
 
+    def test_term_reaches_a_background_command_stopped_reading_the_terminal(self):
+        # `run … &` whose command reads the terminal: SIGTTIN stops it. A TERM to redlock is
+        # forwarded with a SIGCONT, as a shell's kill continues a stopped job: it ended nothing,
+        # and the lock stayed renewed for as long as the stopped command lived.
+        pids = self.path("pids")
+        self.type(b"%s run job -- sh -c 'echo $$ > %s; exec cat' & sleep 0.2; echo started\n" % (
+            redlock_binary().encode(), pids.encode()))
+        sh = self.read_pid("pids")  # now cat
+        wait_for(lambda: open("/proc/%d/stat" % sh).read().split(") ")[1][0] == "T", timeout=5,
+                 what="the command stopped by SIGTTIN")
+        self.type(b"kill %1; wait %1; echo rc=$?\n")
+        self.read_until(rb"rc=143")
+        self.assert_gone(sh)
+        self.assertEqual(self.cluster.values("job"), [None] * 5)
+
     def test_ctrl_c_ends_the_command_with_130(self):
         sh, sleep = self.start(b"run job", b'echo "af""ter"')
         self.type(b"\x03")
