@@ -119,11 +119,17 @@ int option_words(const CLI::App& app, std::string_view word) {
 
 // run's words are read as flock and timeout read theirs (getopt's "+" mode): options before and
 // after NAME, and from the first other word on, everything is CMD's. A "--" is put before that
-// word, so that no later step takes one of CMD's words for one of ours.
+// word, so that no later step takes one of CMD's words for one of ours. A "--" before NAME ends
+// the options as getopt's does: the next word is NAME (moved before it), and CMD follows.
 std::vector<std::string> end_run_options(const CLI::App& run, std::vector<std::string> words, std::size_t at) {
   bool named = false;
   for (std::size_t i = at + 1; i < words.size(); ++i) {
     const std::string& w = words[i];
+    if (w == "--" && !named && i + 1 < words.size()) {
+      std::swap(words[i], words[i + 1]);  // NAME --
+      if (i + 2 < words.size() && words[i + 2] == "--") words.erase(words.begin() + static_cast<std::ptrdiff_t>(i + 2));
+      break;
+    }
     if (w == "--") break;
     if (w.size() > 1 && w[0] == '-') {
       i += static_cast<std::size_t>(option_words(run, w) - 1);

@@ -229,6 +229,11 @@ class CommandLine(RunTest):
             # Not read as CLI11's lists: "[a,b]" stays one word.
             (["run", "job", "printf", "%s|", "[a,b]", "[]", "x"], "[a,b]|[]|x|"),
             (["run", "job", "--", "printf", "%s|", "[y]", "--", "[z]"], "[y]|--|[z]|"),
+            # A "--" before NAME ends the options as getopt's does: NAME, then CMD (after another "--",
+            # if one comes next). NAME was also run as CMD's first word.
+            (["run", "--", "job", "echo", "hi"], "hi\n"),
+            (["run", "-n", "--", "job", "--", "echo", "X", "Y"], "X Y\n"),
+            (["run", "-c", "echo via-c", "--", "job"], "via-c\n"),
         ]
         for args, out in cases:
             with self.subTest(args=args):
