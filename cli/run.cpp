@@ -108,13 +108,15 @@ void print_json_after_command(const Json& report) {
   const std::string outcome = report.value("outcome", "");
   if (outcome == "child_exited" || outcome == "child_signaled" || outcome == "lost") {
     struct stat st {};
-    const off_t end = lseek(STDOUT_FILENO, 0, SEEK_CUR);
+    const bool regular = fstat(STDOUT_FILENO, &st) == 0 && S_ISREG(st.st_mode);
+    // Where the next write lands: the end of the file when appending (a shell's >>, whose offset
+    // stays 0 until the first write), else the offset.
+    const int flags = fcntl(STDOUT_FILENO, F_GETFL);
+    const off_t end = regular && flags >= 0 && (flags & O_APPEND) ? st.st_size : lseek(STDOUT_FILENO, 0, SEEK_CUR);
     bool fresh_line = end == 0;
     // stdout is often open for writing only (a shell's >): its last byte is read through a file
     // of our own.
-    Fd file(fstat(STDOUT_FILENO, &st) == 0 && S_ISREG(st.st_mode) && end > 0
-                ? ::open("/proc/self/fd/1", O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK)
-                : -1);
+    Fd file(regular && end > 0 ? ::open("/proc/self/fd/1", O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK) : -1);
     char last = 0;
     if (file && pread(file.get(), &last, 1, end - 1) == 1) fresh_line = last == '\n';
     if (!fresh_line) print_line("");

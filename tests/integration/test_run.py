@@ -176,6 +176,24 @@ class ExitStatus(RunTest):
                     self.assertTrue(text.startswith(before), text)
                     self.assertEqual(json.loads(text[len(before):])["outcome"], "child_exited", text)
 
+    def test_json_appended_to_a_file_starts_on_a_line_of_its_own(self):
+        # >> (O_APPEND): the offset is 0 until the first write, but the write lands at the end.
+        for before in ("pre", "pre\n", ""):
+            with self.subTest(before=before):
+                path = self.path("appended")
+                with open(path, "w") as f:
+                    f.write(before)
+                fd = os.open(path, os.O_WRONLY | os.O_APPEND)  # as a shell's >> (Python's "a" seeks to the end)
+                try:
+                    subprocess.run([redlock_binary(), "--json", "run", "job", "--", "true"], stdout=fd,
+                                   env=clean_env({"REDLOCK_SERVERS": self.cluster.spec}), timeout=30)
+                finally:
+                    os.close(fd)
+                with open(path) as f:
+                    lines = f.read().splitlines()
+                self.assertEqual(lines[:-1], [before.strip()] if before else [], lines)
+                self.assertEqual(json.loads(lines[-1])["outcome"], "child_exited", lines)
+
     def test_command_not_found_carries_the_error_object(self):
         for cmd, code, message in (("no-such-command-x", 127, "no-such-command-x: command not found"),
                                    ("./no-such-file-x", 127, "./no-such-file-x: No such file or directory"),
