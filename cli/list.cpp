@@ -121,8 +121,7 @@ int run_list(const ListCliOptions& o, const GlobalOptions& global) {
     print_table(r);
   }
   if (r.no_quorum) {
-    no_quorum(global.json ? &j : nullptr, "list",
-              "no quorum: only " + servers_text(r.tally.yes, r.tally.total) + " answered");
+    no_quorum(global.json ? &j : nullptr, "list", unanswered_text(r.tally, r.servers));
   }
   if (global.json) print_json(j);
   if (r.no_quorum) return exit_code::kNoQuorum;

@@ -152,6 +152,14 @@ Json json_servers(const std::vector<ServerReport>& servers) {
   return list;
 }
 
+std::string unanswered_text(const Tally& tally, const std::vector<ServerReport>& servers) {
+  std::string text = "no quorum: only " + servers_text(tally.yes, tally.total) + " answered";
+  for (const auto& s : servers) {
+    if (!s.error.empty()) return text + "; first failure: " + s.server + ": " + s.error;
+  }
+  return text;
+}
+
 std::string votes_text(const Tally& tally) {
   const std::string unheard = not_waited_text(tally);
   return servers_text(tally.yes, tally.total) + (unheard.empty() ? "" : " (" + unheard + ")");

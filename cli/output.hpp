@@ -59,6 +59,9 @@ Json json_servers(const std::vector<ServerReport>& servers);
 Json json_quorum(const Tally& tally);
 // "2 of 3 servers (1 not waited for)": the servers that said yes, and those not waited for.
 std::string votes_text(const Tally& tally);
+// "no quorum: only 0 of 3 servers answered; first failure: URL: WHY": a read short of a quorum,
+// with why the first server that failed did (a refusal is a failure, not silence).
+std::string unanswered_text(const Tally& tally, const std::vector<ServerReport>& servers);
 double json_ms(Duration d);
 
 // OBJECT as one line of text. Names and values are bytes: what is not valid UTF-8 is written as

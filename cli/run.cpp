@@ -519,6 +519,13 @@ class Runner {
   // renews and releases it.
   int run_nested(const StatusResult& s) {
     report_["nested"] = true;
+    // The fields every run reports, as a nested acquire gives them: the check of the lock is the
+    // one attempt.
+    report_["acquired"] = s.state == LockState::Held;
+    report_["ttl_ms"] = whole_ms(plan_.acquire.spec.ttl);
+    report_["attempts"] = 1;
+    report_["wait_ms"] = json_ms(s.elapsed);
+    report_["quorum"] = json_quorum(s.tally);
     report_["held_ms"] = 0;  // until the command has run (the enclosing run renews the lock)
     report_["renewals"] = 0;
     report_["child_exit"] = nullptr;

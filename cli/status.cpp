@@ -89,7 +89,7 @@ int run_status(const StatusOptions& o, const GlobalOptions& global) {
     if (auto limit = stored_limit(redlock, keys)) return run_semaphore_status(redlock, o.name, keys, *limit, global);
   }
   verbose_servers(global, r.servers);
-  const std::string unanswered = "no quorum: only " + servers_text(r.tally.yes, r.tally.total) + " answered";
+  const std::string unanswered = unanswered_text(r.tally, r.servers);
 
   if (global.json) {
     Json j = json_head("status", o.name, keys.lock);

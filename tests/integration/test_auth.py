@@ -219,6 +219,12 @@ class Passwords(Servers):
         self.assertIn("redis://***@127.0.0.1:%d  auth" % self.servers[0].port, r.stdout)
         self.assertIn("WRONGPASS", r.stdout)
         self.assertNotIn(WRONG, r.stdout + r.stderr)
+        # The error says why: the servers refused, they were not silent.
+        for command in ("status", "list"):
+            r = self.rl(only, command, "job") if command == "status" else self.rl(only, command)
+            self.assertEqual(r.code, 69, r)
+            self.assertRegex(r.stderr, r"no quorum: only 0 of 1 server answered; first failure: "
+                                       r"redis://\*\*\*@127\.0\.0\.1:%d: .*WRONGPASS" % self.servers[0].port)
         # One wrong password of three: the lock still works, and the JSON says which and why.
         urls = [url(self.servers[0], WRONG)] + [url(s, PASSWORD) for s in self.servers[1:]]
         r = self.rl(urls, "--json", "acquire", "job")

@@ -926,8 +926,11 @@ class Child(RunTest):
         with open(report) as f:
             rep = json.load(f)
         self.assertEqual(rep["fence"], int(fence))
-        for key in ("child_exit", "signal", "token", "fence", "held_ms", "renewals"):
+        # Every field a run reports is there, as the JSON table says.
+        for key in ("child_exit", "signal", "token", "fence", "held_ms", "renewals", "acquired", "ttl_ms",
+                    "attempts", "wait_ms", "quorum"):
             self.assertIn(key, rep)
+        self.assertEqual((rep["acquired"], rep["ttl_ms"], rep["attempts"]), (True, 30000, 1), rep)
         self.assertEqual((rep["outcome"], rep["child_exit"], rep["signal"], rep["renewals"]),
                          ("child_exited", 0, None, 0), rep)
 
