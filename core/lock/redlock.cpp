@@ -350,9 +350,8 @@ std::int64_t highest(const std::vector<std::int64_t>& counters) {
 
 // Whether an attempt short of a quorum may have one by waiting: servers down, frozen, restarting
 // or loading come back, so does a cluster that is down, and so do the replicas a Sentinel member's
-// WAIT fell short of; a wrong
-// password, a failed TLS set-up, something that is not Redis, a script or WAIT refused do not, and
-// when they alone leave no quorum, waiting cannot help.
+// WAIT fell short of; a wrong password, a failed TLS set-up, something that is not Redis, a script
+// or WAIT refused do not, and when they alone leave no quorum, waiting cannot help.
 bool may_recover(const AcquireResult& res) {
   auto hopeless = std::count_if(res.servers.begin(), res.servers.end(), [](const ServerReport& s) {
     if (s.failed(Failure::Reply)) return !server_state_error(s.error) && !s.error.starts_with(kWaitShort);
