@@ -150,6 +150,17 @@ struct SlotLookup {
 // takes the limit stored on a quorum (one more read); none stored there, a SLOT not below the
 // limit, or a SLOT with a reader's KEYS is a usage error.
 SlotLookup slot_keys(Redlock& redlock, const LockKeys& keys, std::size_t limit, const std::string& token, int slot);
+// The answer of extend or release (RESULT: ExtendResult, ReleaseResult) when LOOKUP found no slot.
+template <class Result>
+Result no_slot_result(const SlotLookup& lookup) {
+  Result r;
+  r.no_quorum = lookup.no_quorum;
+  r.message = lookup.message;
+  r.tally = lookup.tally;
+  r.elapsed = lookup.elapsed;
+  r.servers = lookup.servers;
+  return r;
+}
 // The limit stored for NAME's semaphore, if one is (on most servers that answered).
 std::optional<std::size_t> stored_limit(Redlock& redlock, const LockKeys& keys);
 // `status NAME --limit K`: every slot's holder.

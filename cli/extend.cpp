@@ -61,16 +61,8 @@ int run_extend(const ExtendOptions& o, const GlobalOptions& global) {
   auto transport = connect_servers(global);
   Redlock redlock(*transport, request_timeout(global));
   const SlotLookup slot = slot_keys(redlock, keys, o.limit, token, o.slot);
-  ExtendResult r;
-  if (slot.keys) {
-    r = redlock.extend(*slot.keys, token, ttl, kExtendDrift, {}, keep_longer);
-  } else {
-    r.no_quorum = slot.no_quorum;
-    r.message = slot.message;
-    r.tally = slot.tally;
-    r.elapsed = slot.elapsed;
-    r.servers = slot.servers;
-  }
+  const ExtendResult r = slot.keys ? redlock.extend(*slot.keys, token, ttl, kExtendDrift, {}, keep_longer)
+                                   : no_slot_result<ExtendResult>(slot);
   verbose_servers(global, r.servers);
   if (r.extended) {
     const auto healed = static_cast<std::size_t>(std::count_if(

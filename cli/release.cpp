@@ -49,13 +49,7 @@ ReleaseResult release_lock(Redlock& redlock, const ReleaseOptions& o, const Lock
   const SlotLookup slot =
       force && o.limit == 0 && o.slot < 0 ? SlotLookup{.keys = keys} : slot_keys(redlock, keys, o.limit, token, o.slot);
   if (slot.keys) return redlock.release(*slot.keys, token, force);
-  ReleaseResult r;
-  r.no_quorum = slot.no_quorum;
-  r.message = slot.message;
-  r.tally = slot.tally;
-  r.elapsed = slot.elapsed;
-  r.servers = slot.servers;
-  return r;
+  return no_slot_result<ReleaseResult>(slot);
 }
 
 int run_release(const ReleaseOptions& o, const GlobalOptions& global) {
