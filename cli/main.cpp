@@ -1,7 +1,6 @@
 // redlock: a distributed lock for shell scripts, over N independent Redis masters.
 #include <fcntl.h>
 
-#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cerrno>
 #include <csignal>
@@ -15,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "cli11.hpp"
 #include "command_table.hpp"
 #include "commands.hpp"
 #include "core/lock/faults.hpp"
@@ -476,6 +476,12 @@ std::string flag_name(Setting s) {
   return "an option";
 }
 
+// CLI11's answer to a request for help or the version, printed on the standard streams.
+int printed_exit(const CLI::App& app, const CLI::Error& e) {
+  const StandardStreams streams;
+  return app.exit(e);
+}
+
 // Parses ARGS with APP. Help, the version and parse errors end here with their status; nullopt
 // when the command is to run. A command line that fails to parse with only the options it names
 // built (GLOBAL.only_named) is parsed again with all of them, so that its error reads as it
@@ -485,11 +491,11 @@ std::optional<int> parse(std::unique_ptr<CLI::App>& app, GlobalOptions& global, 
   try {
     app->parse(static_cast<int>(args.size()), args.data());
   } catch (const CLI::CallForHelp& e) {
-    return checked_stdout("", app->exit(e));
+    return checked_stdout("", printed_exit(*app, e));
   } catch (const CLI::CallForAllHelp& e) {
-    return checked_stdout("", app->exit(e));
+    return checked_stdout("", printed_exit(*app, e));
   } catch (const CLI::CallForVersion& e) {
-    if (!json) return checked_stdout("", app->exit(e));
+    if (!json) return checked_stdout("", printed_exit(*app, e));
     Json version;
     version["version"] = 1;
     version["redlock"] = REDLOCK_VERSION;

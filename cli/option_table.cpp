@@ -1,9 +1,9 @@
 #include "option_table.hpp"
 
-#include <CLI/CLI.hpp>
 #include <climits>
 #include <type_traits>
 
+#include "cli11.hpp"
 #include "core/lock/semaphore.hpp"
 #include "help.hpp"
 
