@@ -72,7 +72,7 @@ void LockHistory::read(std::size_t server, const LockReading& reading, TimePoint
   const View& was = views_[server];
   const bool other = was.held && was.token && seen.token && *was.token != *seen.token;
   if (was.held && (!seen.held || other))
-    depart(server, now >= was.expires ? LockEventKind::Expired : LockEventKind::Released, now);
+    depart(server, now >= was.expires ? LockEventKind::Expired : LockEventKind::Released, now, false);
   const bool arrival = seen.held && !views_[server].held;
   views_[server] = std::move(seen);
   if (arrival) return arrive(server, now);
@@ -83,8 +83,8 @@ void LockHistory::read(std::size_t server, const LockReading& reading, TimePoint
   tell(std::move(e), now);
 }
 
-void LockHistory::ended(std::size_t server, LockEventKind kind, TimePoint now) {
-  if (views_[server].held || kind == LockEventKind::Retracted) depart(server, kind, now);
+void LockHistory::ended(std::size_t server, LockEventKind kind, TimePoint now, bool by_holder) {
+  if (views_[server].held || kind == LockEventKind::Retracted) depart(server, kind, now, by_holder);
 }
 
 void LockHistory::arrive(std::size_t server, TimePoint now) {
@@ -106,12 +106,20 @@ void LockHistory::arrive(std::size_t server, TimePoint now) {
   tell(std::move(e), now);
 }
 
-void LockHistory::depart(std::size_t server, LockEventKind kind, TimePoint now) {
+std::size_t LockHistory::announced_on(TimePoint now) const {
+  return static_cast<std::size_t>(std::count_if(views_.begin(), views_.end(), [&](const View& v) {
+    return v.held && announced_ && v.token == announced_ && v.expires > now;
+  }));
+}
+
+void LockHistory::depart(std::size_t server, LockEventKind kind, TimePoint now, bool by_holder) {
   View gone = std::move(views_[server]);
   views_[server] = View{};
   LockEvent e{kind, gone.token, gone.owner_record, gone.fence, std::nullopt, server};
-  // Only the announced holder's end is news; another token's (a minority's) only joins a report.
-  const bool holder = gone.token && gone.token == announced_;
+  // Only the announced holder's end is news; another token's (a minority's), or one server's while
+  // the holder still holds on a quorum, only joins a report.
+  const bool holder =
+      gone.token && gone.token == announced_ && (by_holder || announced_on(now) < quorum_size(views_.size()));
   if (holder) announced_.reset();
   tell(std::move(e), now, !holder && kind != LockEventKind::Retracted);
 }
@@ -269,16 +277,16 @@ void LockWatch::apply(std::size_t server) {
       break;
     }
     case NoteKind::Released:
-      return history_.ended(server, LockEventKind::Released, now);
+      return history_.ended(server, LockEventKind::Released, now, true);
     case NoteKind::Retracted:
-      return history_.ended(server, LockEventKind::Retracted, now);
+      return history_.ended(server, LockEventKind::Retracted, now, true);
     case NoteKind::Expired:
-      return history_.ended(server, LockEventKind::Expired, now);
+      return history_.ended(server, LockEventKind::Expired, now, false);
     case NoteKind::Deleted: {
       // The release script deletes, then announces: its announcement says what the deletion was.
       const bool explained =
           !queue.empty() && (queue.front()->kind == NoteKind::Released || queue.front()->kind == NoteKind::Retracted);
-      if (!explained) history_.ended(server, LockEventKind::Released, now);
+      if (!explained) history_.ended(server, LockEventKind::Released, now, false);
       break;
     }
   }

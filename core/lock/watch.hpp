@@ -48,8 +48,9 @@ class LockHistory {
   void start(const std::vector<std::optional<LockReading>>& readings, TimePoint sent);
   // What SERVER holds, read at SENT, after an announcement (EXTENDED: "extended") or a poll.
   void read(std::size_t server, const LockReading& reading, TimePoint sent, TimePoint now, bool extended);
-  // SERVER said its lock ended: released, retracted, or expired (keyspace).
-  void ended(std::size_t server, LockEventKind kind, TimePoint now);
+  // SERVER said its lock ended: released or retracted by its holder's script (BY_HOLDER), else
+  // deleted unexplained or expired (keyspace).
+  void ended(std::size_t server, LockEventKind kind, TimePoint now, bool by_holder);
   // The events since the last call, in order.
   std::vector<LockEvent> take();
 
@@ -73,7 +74,12 @@ class LockHistory {
   };
   static View view_of(const LockReading& reading, TimePoint sent);
   void arrive(std::size_t server, TimePoint now);
-  void depart(std::size_t server, LockEventKind kind, TimePoint now);
+  // SERVER's lock ended. Unless its holder said so (BY_HOLDER), the announced holder's end is news
+  // only once it no longer holds on a quorum: a server restarted empty, a key deleted or expired
+  // there, leaves a lock that still holds.
+  void depart(std::size_t server, LockEventKind kind, TimePoint now, bool by_holder);
+  // The servers whose view holds the announced token, unexpired at NOW.
+  std::size_t announced_on(TimePoint now) const;
   // Tells EVENT unless it is another server's report of one told within kSameEvent (or, when ONLY_MERGE,
   // only adds SERVER to such a report).
   void tell(LockEvent event, TimePoint now, bool only_merge = false);

@@ -271,6 +271,21 @@ class Watch(ClusterTest):
         free = self.rl("watch", "job", "--until", "free")  # free already
         self.assertEqual((free.code, free.out), (0, b""), free)
 
+    def test_one_server_that_lost_the_lock_is_no_release(self):
+        # A server restarted empty (here: its key deleted by hand) while the lock holds on the
+        # others: the lock is still held, so neither an event nor --until released ends the watch.
+        token = self.rl("acquire", "job", "--ttl", "30s").stdout.strip()
+        w = self.watching("job", "--until", "released")
+        with self.cluster.servers[0].client() as c:
+            c.call("DEL", "locks:job")
+        time.sleep(1.5)  # past the one-second read of every server's view
+        self.assertEqual((w.state(), w.events(1, timeout=0.1)), ("running", []))
+        self.assertEqual(self.rl("release", "job", "--token", token).code, 0)
+        w.proc.wait(timeout=5)
+        self.assertEqual(w.proc.returncode, 0)
+        events = w.events(1)
+        self.assertEqual([(e["event"], e["token"]) for e in events], [("released", token)], events)
+
     def test_a_refused_keyspace_channel_leaves_the_wake_up_channel(self):
         # CONFIG GET says notifications are on, but this user may not hear them: the SUBSCRIBE to
         # the keyspace channel is refused, and the wake-up channel stays subscribed (watching()
