@@ -406,11 +406,33 @@ int usage_status(const Named& named) {
   return named.from_file ? exit_code::kConfig : exit_code::kUsage;
 }
 
+// A bound of CLI11's range as a person writes it: "0.500000" is 0.5.
+std::string bound_text(std::string bound) {
+  if (bound.find('.') == std::string::npos) return bound;
+  while (bound.ends_with('0')) bound.pop_back();
+  if (bound.ends_with('.')) bound.pop_back();
+  return bound;
+}
+
+// CLI11's "--drift: Value abc not in range 0.000000 to 0.500000", said as what is wrong:
+// "--drift: 'abc' is not a number from 0 to 0.5". Any other message as it is.
+std::string range_message(const std::string& message) {
+  constexpr std::string_view kValue = ": Value ", kRange = " not in range ", kTo = " to ";
+  const std::size_t value = message.find(kValue);
+  const std::size_t range = message.find(kRange, value == std::string::npos ? 0 : value);
+  const std::size_t to = message.find(kTo, range == std::string::npos ? 0 : range + kRange.size());
+  if (value == std::string::npos || range == std::string::npos || to == std::string::npos) return message;
+  const std::size_t from = range + kRange.size();
+  return message.substr(0, value) + ": '" + message.substr(value + kValue.size(), range - value - kValue.size()) +
+         "' is not a number from " + bound_text(message.substr(from, to - from)) + " to " +
+         bound_text(message.substr(to + kTo.size()));
+}
+
 // CLI11's "Could not convert: --json = junk", said as what is wrong.
 std::string conversion_message(const CLI::App& app, const std::string& message) {
   constexpr std::string_view kPrefix = "Could not convert: ";
   const std::size_t eq = message.find(" = ");
-  if (message.compare(0, kPrefix.size(), kPrefix) != 0 || eq == std::string::npos) return message;
+  if (message.compare(0, kPrefix.size(), kPrefix) != 0 || eq == std::string::npos) return range_message(message);
   const std::string option = message.substr(kPrefix.size(), eq - kPrefix.size());
   std::string text = option + ": '" + message.substr(eq + 3) + "' is not a valid value";
   if (option_kind(app, option) == OptionKind::Flag) text += " (a flag is 1, true, yes or on, or 0, false, no or off)";

@@ -389,6 +389,14 @@ class ErrorsNameWhatWasWrong(unittest.TestCase):
         self.assertEqual(self.error(["status", "x", "y", "-n"]),
                          "redlock: error: unexpected arguments: 'y' -n (see redlock status --help)\n")
 
+    def test_a_value_out_of_range_is_named_with_the_range_as_written(self):
+        self.assertEqual(self.error(["acquire", "x", "--drift", "0.9"]),
+                         "redlock: error: --drift: '0.9' is not a number from 0 to 0.5 (see redlock acquire --help)\n")
+        self.assertEqual(self.error(["acquire", "x", "-E", "abc"]), "redlock: error: --conflict-exit-code: 'abc' is "
+                         "not a number from 0 to 255 (see redlock acquire --help)\n")
+        self.assertIn("REDLOCK_DRIFT: '2' is not a number from 0 to 0.5",
+                      self.error(["acquire", "x"], env={"REDLOCK_DRIFT": "2"}))
+
     def test_a_word_that_may_be_a_mistyped_options_value_is_not(self):
         for args in (["acquire", "x", "--pasword", "s3cr3t"], ["acquire", "x", "--pasword=s3cr3t"],
                      ["acquire", "x", "-ps3cr3t"], ["acquire", "x", "-p", "s3cr3t"],

@@ -139,7 +139,7 @@ class Semaphore(ClusterTest):
         for name, args, says in (("other", ["--slot", "0"], "--slot needs --limit"),
                                  ("jobs", ["--limit", "3", "--slot", "3"], "slots 0 to 2"),
                                  # Below 0 read as no --slot at all, and acted on the plain key NAME.
-                                 ("jobs", ["--limit", "3", "--slot", "-1"], "--slot: Value -1 not in range")):
+                                 ("jobs", ["--limit", "3", "--slot", "-1"], "--slot: '-1' is not a number from 0 to")):
             r = self.rl("release", *args, "--token", a["token"], name)
             self.assertEqual((r.code, r.out), (64, b""), r)
             self.assertIn(says, r.stderr)
