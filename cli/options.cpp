@@ -213,17 +213,14 @@ bool given_on_command_line(const GlobalOptions& options, std::initializer_list<s
   return false;
 }
 
-namespace {
+namespace {}  // namespace
 
-// 2 on the command line, 1 in the environment, 0 in the configuration file only.
 int place(const GlobalOptions& options, const Placed& option) {
   bool flag = false;
   for_each_flag(option.flags, [&](std::string_view name) { flag = flag || given_on_command_line(options, {name}); });
-  if (flag) return 2;
-  return options.config.applied.count(std::string(option.variable)) ? 0 : 1;
+  if (flag) return kOnCommandLine;
+  return options.config.applied.count(std::string(option.variable)) ? kInConfigFile : kInEnvironment;
 }
-
-}  // namespace
 
 bool beats(const GlobalOptions& options, const Placed& a, const Placed& b, const std::string& message) {
   const int pa = place(options, a), pb = place(options, b);

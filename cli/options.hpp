@@ -117,6 +117,9 @@ struct Placed {
   std::string_view variable;
 };
 bool beats(const GlobalOptions& options, const Placed& a, const Placed& b, const std::string& message);
+// Where an option that is set was given: the higher, the stronger.
+inline constexpr int kInConfigFile = 0, kInEnvironment = 1, kOnCommandLine = 2;
+int place(const GlobalOptions& options, const Placed& option);
 template <class Settings>
 Placed placed(const OptionRow<Settings>& row) {
   return {row.flags, row.env};

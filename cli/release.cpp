@@ -52,17 +52,33 @@ ReleaseResult release_lock(Redlock& redlock, const ReleaseOptions& o, const Lock
   return no_slot_result<ReleaseResult>(slot);
 }
 
+// Where the token comes from (see place), or -1 for none: --token or --token-file,
+// REDLOCK_TOKEN_FILE (environment or file), the enclosing run's or REDLOCK_TOKEN (environment).
+int token_place(const GlobalOptions& global, const ReleaseOptions& o, const LockKeys& keys) {
+  if (given_on_command_line(global, {"--token", "--token-file"})) return kOnCommandLine;
+  if (!o.token_file.empty()) return place(global, {"--token-file", "REDLOCK_TOKEN_FILE"});
+  return inherited_token(global, keys.lock, o.limit > 0) ? kInEnvironment : -1;
+}
+
+// Whether this release forces, and else the token it releases with. The token and --force exclude
+// each other: the one given in the stronger place wins (a --force beats the token of an enclosing
+// run; REDLOCK_TOKEN beats a REDLOCK_FORCE of the configuration file); in the same place, or
+// neither given, a usage error.
+std::pair<bool, std::string> force_or_token(const GlobalOptions& global, const ReleaseOptions& o,
+                                            const LockKeys& keys) {
+  const int by_token = token_place(global, o, keys);
+  const int by_force = o.force ? place(global, {"--force", "REDLOCK_FORCE"}) : -1;
+  if (by_token == by_force && by_token < kOnCommandLine && by_token >= 0)
+    usage_error("a token (REDLOCK_TOKEN or REDLOCK_TOKEN_FILE) and --force exclude each other");
+  if (by_token == by_force)
+    usage_error("release needs exactly one of --token TOKEN (or --token-file FILE) and --force");
+  if (by_force > by_token) return {true, ""};
+  return {false, held_token(global, o.token, o.token_file, keys.lock, true, o.limit > 0)};
+}
+
 int run_release(const ReleaseOptions& o, const GlobalOptions& global) {
   LockKeys keys = mode_keys(lock_keys(global, o.name), o.shared, o.limit);
-  bool force = o.force;
-  // REDLOCK_TOKEN stands in for --token, but never turns a --force into a usage error; and a
-  // --token on the command line beats a REDLOCK_FORCE (flag, then environment).
-  const bool token_given = given_on_command_line(global, {"--token", "--token-file"});
-  std::string token =
-      held_token(global, o.token, force && !token_given ? "" : o.token_file, keys.lock, !force, o.limit > 0);
-  if (force && !token.empty() && !given_on_command_line(global, {"--force"})) force = false;
-  if (force == !token.empty())
-    usage_error("release needs exactly one of --token TOKEN (or --token-file FILE) and --force");
+  const auto [force, token] = force_or_token(global, o, keys);
   auto transport = connect_servers(global);
   Redlock redlock(*transport, request_timeout(global));
   ReleaseResult r = release_lock(redlock, o, keys, token, force);

@@ -793,6 +793,30 @@ class Release(ClusterTest):
         # The environment's token does not turn --force into a usage error.
         self.assertEqual(self.rl("release", "job", "--force", env={"REDLOCK_TOKEN": "t"}).code, 0)
 
+    def test_a_token_beats_a_force_from_a_weaker_place_and_ties_with_one_from_its_own(self):
+        holder = self.rl("acquire", "job", "--ttl", "60s").out.strip()
+        with tempfile.TemporaryDirectory() as d:
+            wrong = os.path.join(d, "token")
+            with open(wrong, "w") as f:
+                f.write("someone-else\n")
+            config = os.path.join(d, "config")
+            with open(config, "w") as f:
+                f.write("REDLOCK_FORCE=1\n")
+            # The environment's token beats the file's REDLOCK_FORCE: not held with it, nothing deleted.
+            for env in ({"REDLOCK_TOKEN": "someone-else"}, {"REDLOCK_TOKEN_FILE": wrong}):
+                r = self.rl("release", "job", env=dict(env, REDLOCK_CONFIG=config))
+                self.assertEqual(r.code, 1, (env, r))
+            # Both in the environment: a usage error, nothing deleted.
+            for env in ({"REDLOCK_TOKEN": "someone-else"}, {"REDLOCK_TOKEN_FILE": wrong}):
+                r = self.rl("release", "job", env=dict(env, REDLOCK_FORCE="1"))
+                self.assertEqual((r.code, r.stderr), (64, "redlock: error: a token (REDLOCK_TOKEN or "
+                                                          "REDLOCK_TOKEN_FILE) and REDLOCK_FORCE exclude each other\n"))
+            self.assertEqual(self.cluster.values("job"), [holder] * self.N)
+            # A --token beats REDLOCK_FORCE; a --force beats REDLOCK_TOKEN_FILE.
+            self.assertEqual(self.rl("release", "job", "--token", "x", env={"REDLOCK_FORCE": "1"}).code, 1)
+            self.assertEqual(self.rl("release", "job", "--force", env={"REDLOCK_TOKEN_FILE": wrong}).code, 0)
+        self.assertEqual(self.cluster.values("job"), [None] * self.N)
+
 
 class Status(ClusterTest):
     def test_held_free_partial(self):
