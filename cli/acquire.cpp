@@ -245,7 +245,6 @@ AcquirePlan plan_acquire(const AcquireOptions& o, const GlobalOptions& global) {
   plan.spec.fair = modes.fair;
   plan.spec.max_queue = modes.max_queue;
   plan.spec.writer_priority = !o.no_writer_priority;
-  if (o.token == kSharedMarker) usage_error("--token: '" + o.token + "' is the readers' marker, never a token");
   plan.spec.fence_ttl = ttl_option(o.fence_ttl, "--fence-ttl");
   if (plan.spec.fence_ttl < kMinFenceTtl) {
     usage_error("--fence-ttl: must be at least 1h (the margin for servers whose clocks disagree)");

@@ -304,6 +304,12 @@ void refuse_control_characters(const std::string& token, std::string_view from) 
 void refuse_empty_token(const GlobalOptions& global, const std::string& token) {
   refuse_empty(global, token, "--token");
   refuse_control_characters(token, "--token");
+  refuse_marker(token, "--token");
+}
+
+void refuse_marker(const std::string& token, std::string_view source) {
+  if (token == kSharedMarker)
+    usage_error(std::string(source) + ": '" + token + "' is the readers' marker, never a token");
 }
 
 namespace {
@@ -320,7 +326,11 @@ std::string read_token_file(const std::string& path) {
     if (content.size() > 64 * 1024) config_error("--token-file '" + printable(path) + "' is too large for a token");
   }
   std::string token = content.substr(0, content.find('\n'));
-  if (token.empty()) config_error("--token-file '" + printable(path) + "' holds no token");
+  if (token.ends_with('\r')) token.pop_back();  // a line ended as on Windows
+  const bool unprintable =
+      std::any_of(token.begin(), token.end(), [](unsigned char c) { return c < 0x20 || c == 0x7f; });
+  if (token.empty() || unprintable) config_error("--token-file '" + printable(path) + "' holds no token");
+  refuse_marker(token, "--token-file '" + printable(path) + "'");
   return token;
 }
 
@@ -346,10 +356,13 @@ std::optional<std::string> inherited_token(const GlobalOptions& options, const s
     auto token = environment_value("REDLOCK_TOKEN");
     if (!token || token->empty()) return std::nullopt;
     refuse_control_characters(*token, "REDLOCK_TOKEN");
+    refuse_marker(*token, "REDLOCK_TOKEN");
     return token;
   }
-  if (auto* lock = find_enclosing(locks, key, servers_signature(configured_servers(options)), semaphore))
+  if (auto* lock = find_enclosing(locks, key, servers_signature(configured_servers(options)), semaphore)) {
+    refuse_marker(lock->token, "REDLOCK_ENCLOSING");
     return lock->token;
+  }
   return std::nullopt;
 }
 

@@ -145,6 +145,9 @@ std::optional<std::string> inherited_token(const GlobalOptions& options, const s
 // (--token "$T") must not fall back to REDLOCK_TOKEN or to a new token. So is one with a control
 // character (a line break): a token is printed on a line of its own.
 void refuse_empty_token(const GlobalOptions& global, const std::string& token);
+// The readers' marker of the shared mode is never a token, wherever it comes from (SOURCE): used
+// as one, a release, an extend or a failed attempt's give-back would end the readers' hold.
+void refuse_marker(const std::string& token, std::string_view source);
 // A usage error when FLAG was given on the command line with an empty VALUE (a script's unset
 // variable), which would read as the option not given at all.
 void refuse_empty(const GlobalOptions& global, const std::string& value, std::string_view flag);

@@ -793,6 +793,19 @@ class Release(ClusterTest):
         # The environment's token does not turn --force into a usage error.
         self.assertEqual(self.rl("release", "job", "--force", env={"REDLOCK_TOKEN": "t"}).code, 0)
 
+    def test_a_token_file_written_on_windows_reads_and_one_with_control_characters_holds_none(self):
+        token = self.rl("acquire", "job", "--ttl", "60s").out.strip()
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "token")
+            with open(path, "wb") as f:
+                f.write(b"\t" + token + b"\r\n")
+            r = self.rl("release", "job", "--token-file", path)
+            self.assertEqual(r.code, 78, r)
+            self.assertIn("holds no token", r.stderr)
+            with open(path, "wb") as f:
+                f.write(token + b"\r\n")
+            self.assertEqual(self.rl("release", "job", "--token-file", path).code, 0)
+
     def test_a_token_beats_a_force_from_a_weaker_place_and_ties_with_one_from_its_own(self):
         holder = self.rl("acquire", "job", "--ttl", "60s").out.strip()
         with tempfile.TemporaryDirectory() as d:

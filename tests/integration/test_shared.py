@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 
@@ -193,6 +194,25 @@ class Shared(ClusterTest):
         self.assertEqual(self.rl("acquire", "--shared", "--limit", "2", "data").code, 64)
         self.assertEqual(self.rl("acquire", "--shared", "--token", "redlock:shared", "x").code, 64)
         self.assertEqual(self.rl("acquire", "-n", "data:redlock:readers").code, 64)
+
+    def test_the_readers_marker_is_no_token_for_release_extend_or_a_give_back(self):
+        reader = self.rl("acquire", "--shared", "--ttl", "60s", "data").out.strip()
+        with tempfile.TemporaryDirectory() as d:
+            marker_file = os.path.join(d, "token")
+            with open(marker_file, "w") as f:
+                f.write("redlock:shared\n")
+            for args, env in ((["release", "--token", "redlock:shared", "data"], None),
+                              (["release", "--token-file", marker_file, "data"], None),
+                              (["extend", "--token", "redlock:shared", "--ttl", "1ms", "data"], None),
+                              (["release", "data"], {"REDLOCK_TOKEN": "redlock:shared"}),
+                              (["run", "-n", "data", "--", "true"], {"REDLOCK_TOKEN": "redlock:shared"})):
+                r = self.rl(*args, env=env)
+                self.assertEqual(r.code, 64, (args, r))
+                self.assertIn("'redlock:shared' is the readers' marker, never a token", r.stderr)
+        # The reader still holds on every server, and a writer is still kept out.
+        self.assertEqual(self.cluster.values("data"), [b"redlock:shared"] * self.N)
+        self.assertEqual(self.rl("acquire", "-n", "data").code, 75)
+        self.assertEqual(self.rl("release", "--shared", "--token", reader, "data").code, 0)
 
     def test_a_nested_reader_re_enters_and_the_command_learns_the_write_fence(self):
         fence = self.rl("--json", "acquire", "--ttl", "1s", "data").json()["fence"]
