@@ -142,6 +142,16 @@ bool Connection::encode_auth() {
   return true;
 }
 
+std::string Connection::without_passwords(std::string text) const {
+  for (const auto* secret : {&config_.password, &url().password, &url().sentinel_password, &endpoint().password}) {
+    if (!*secret || (*secret)->empty()) continue;
+    for (std::size_t at = text.find(**secret); at != std::string::npos; at = text.find(**secret, at + 3)) {
+      text.replace(at, (*secret)->size(), "***");
+    }
+  }
+  return text;
+}
+
 void Connection::close_stream() {
   stream_.reset();
   reader_.reset();
@@ -648,6 +658,7 @@ void CommandConnection::fail_unsent(Failure failure, const std::string& error, T
 // Drops the connection: every request still waited for fails with FAILURE; the next send opens
 // a new connection. A Sentinel member asks its sentinels again.
 void CommandConnection::fail(Failure failure, std::string error, TimePoint now) {  // by value: it may live in stream_
+  error = without_passwords(std::move(error));
   if (asking_) return sentinel_failed(error, now);
   if (url().is_sentinel()) {
     target_.reset();

@@ -99,6 +99,9 @@ class Connection {
   // Encodes AUTH with the endpoint's credentials, else the configured ones; false when there are none.
   bool encode_auth();
   void encode_argv(const std::vector<std::string>& argv) { encode_command(argv, out_); }
+  // TEXT with every password this connection may send shown as "***": a server may echo AUTH's
+  // arguments in its refusal ("unknown command 'AUTH', with args beginning with: 'PASSWORD'").
+  std::string without_passwords(std::string text) const;
   void close_stream();
   // The TLS layer words its failures "TLS …"; anything else is the socket's.
   Failure stream_failure() const { return stream_->tls_failure() ? Failure::Tls : Failure::Io; }

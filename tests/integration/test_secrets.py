@@ -49,27 +49,6 @@ class SecretServers(unittest.TestCase):
     def path(self, name):
         return os.path.join(self.workdir, name)
 
-
-# Each form: how a server's URL is written with the secret, and how it is shown.
-FORMS = {
-    "password": ("redis://%s@127.0.0.1:{port}" % SECRET, "redis://***@127.0.0.1:{port}"),
-    "user and password": ("redis://%s:%s@127.0.0.1:{port}" % (USER, SECRET), "redis://%s:***@127.0.0.1:{port}" % USER),
-    "colon and password": ("redis://:%s@127.0.0.1:{port}" % SECRET, "redis://***@127.0.0.1:{port}"),
-    "bare": ("%s@127.0.0.1:{port}" % SECRET, "redis://***@127.0.0.1:{port}"),
-    "bare with user": ("%s:%s@127.0.0.1:{port}" % (USER, SECRET), "redis://%s:***@127.0.0.1:{port}" % USER),
-    "unix": ("unix://%s@{sock}" % SECRET, "unix://***@{sock}"),
-    "unix with user": ("unix://%s:%s@{sock}" % (USER, SECRET), "unix://%s:***@{sock}" % USER),
-}
-# Forms that cannot reach these servers: their errors name the servers.
-DOWN_FORMS = {
-    "tls to a plain server": "rediss://%s@127.0.0.1:{port}" % SECRET,
-    "tls with user": "rediss://%s:%s@127.0.0.1:{port}" % (USER, SECRET),
-    "nothing listening": "redis://%s@127.0.0.1:{dead}" % SECRET,
-    "no socket": "unix://%s@{dead_sock}" % SECRET,
-}
-
-
-class EveryForm(SecretServers):
     def urls(self, form):
         return [form.format(port=s.port, sock=s.unix_path, dead=free_port(), dead_sock=self.path("none-%d.sock" % i))
                 for i, s in enumerate(self.servers)]
@@ -106,6 +85,27 @@ class EveryForm(SecretServers):
             blob = r if isinstance(r, bytes) else r.out + r.err
             self.assertNotIn(SECRET.encode(), blob, (how, args, r))
 
+
+# Each form: how a server's URL is written with the secret, and how it is shown.
+FORMS = {
+    "password": ("redis://%s@127.0.0.1:{port}" % SECRET, "redis://***@127.0.0.1:{port}"),
+    "user and password": ("redis://%s:%s@127.0.0.1:{port}" % (USER, SECRET), "redis://%s:***@127.0.0.1:{port}" % USER),
+    "colon and password": ("redis://:%s@127.0.0.1:{port}" % SECRET, "redis://***@127.0.0.1:{port}"),
+    "bare": ("%s@127.0.0.1:{port}" % SECRET, "redis://***@127.0.0.1:{port}"),
+    "bare with user": ("%s:%s@127.0.0.1:{port}" % (USER, SECRET), "redis://%s:***@127.0.0.1:{port}" % USER),
+    "unix": ("unix://%s@{sock}" % SECRET, "unix://***@{sock}"),
+    "unix with user": ("unix://%s:%s@{sock}" % (USER, SECRET), "unix://%s:***@{sock}" % USER),
+}
+# Forms that cannot reach these servers: their errors name the servers.
+DOWN_FORMS = {
+    "tls to a plain server": "rediss://%s@127.0.0.1:{port}" % SECRET,
+    "tls with user": "rediss://%s:%s@127.0.0.1:{port}" % (USER, SECRET),
+    "nothing listening": "redis://%s@127.0.0.1:{dead}" % SECRET,
+    "no socket": "unix://%s@{dead_sock}" % SECRET,
+}
+
+
+class EveryForm(SecretServers):
     def test_every_form_works_and_is_never_shown(self):
         for name, (form, shown) in FORMS.items():
             with self.subTest(form=name):
@@ -164,6 +164,28 @@ class EveryForm(SecretServers):
                 r = redlock(args, servers=bad)
                 self.assertEqual(r.code, 78, (bad, r))
                 self.assertNotIn(SECRET, r.stdout + r.stderr)
+
+
+class EchoedBack(SecretServers):
+    """Servers that echo AUTH's arguments in their refusal ("unknown command 'AUTH', with args
+    beginning with: 'SECRET'"): AUTH renamed away, so every password sent is refused that way."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.cluster = Cluster(cls.N, ("--rename-command", "AUTH", ""), unix=True, warm=False)
+        cls.servers, cls.workdir = cls.cluster.servers, cls.cluster.workdir
+
+    def setUp(self):
+        pass
+
+    def test_a_refusal_that_quotes_the_password_never_shows_it(self):
+        results = []
+        for form in (FORMS["password"][0], FORMS["user and password"][0]):
+            self.every_command(self.urls(form), "-S", results)
+        self.assert_clean(results)
+        errors = b"".join(r.err for _, _, r in results if not isinstance(r, bytes))
+        self.assertIn(b"with args beginning with: '***'", errors)
+        self.assertIn(b"with args beginning with: '%s' '***'" % USER.encode(), errors)
 
 
 class Nested(SecretServers):
