@@ -523,6 +523,10 @@ std::optional<int> parse(std::unique_ptr<CLI::App>& app, GlobalOptions& global, 
     version["redlock"] = REDLOCK_VERSION;
     print_json(version);
     return checked_stdout("", exit_code::kOk);
+  } catch (const std::out_of_range&) {
+    // CLI11 reads the number of a count flag (--verbose=N, the only one) with std::stoll.
+    const CLI::ConversionError e("--verbose: the count is out of range");
+    return parse_failed(*app, e, words, global, json);
   } catch (const CLI::ParseError& e) {
     if (global.only_named == nullptr) return parse_failed(*app, e, words, global, json);
     global.only_named = nullptr;

@@ -397,6 +397,12 @@ class ErrorsNameWhatWasWrong(unittest.TestCase):
         self.assertIn("REDLOCK_DRIFT: '2' is not a number from 0 to 0.5",
                       self.error(["acquire", "x"], env={"REDLOCK_DRIFT": "2"}))
 
+    def test_a_count_past_any_number_is_an_error_not_a_crash(self):
+        self.assertEqual(self.error(["--verbose=99999999999999999999", "status", "x"]),
+                         "redlock: error: --verbose: the count is out of range (see redlock status --help)\n")
+        self.assertIn("REDLOCK_VERBOSE: the count is out of range",
+                      self.error(["status", "x"], env={"REDLOCK_VERBOSE": "-9223372036854775809"}))
+
     def test_a_word_that_may_be_a_mistyped_options_value_is_not(self):
         for args in (["acquire", "x", "--pasword", "s3cr3t"], ["acquire", "x", "--pasword=s3cr3t"],
                      ["acquire", "x", "-ps3cr3t"], ["acquire", "x", "-p", "s3cr3t"],
