@@ -201,19 +201,31 @@ void child_settings(const GlobalOptions& options, std::vector<std::pair<std::str
   }
 }
 
-bool given_on_command_line(const GlobalOptions& options, std::initializer_list<std::string_view> names) {
-  for (std::string_view word : options.words) {
-    for (std::string_view name : names) {
-      if (word == name) return true;
-      if (word.size() <= name.size() || !word.starts_with(name)) continue;
-      // "--wait=5s", or "-w5s" for a short one.
-      if (name.size() == 2 || word[name.size()] == '=') return true;
-    }
+namespace {
+
+// Whether the short option NAME ("-w") is in WORD, a bundle of short options such as "-nw5s": after
+// flags that take no value only, since a value runs to the end of the word ("-k5w" is -k 5w).
+bool in_short_bundle(std::string_view word, std::string_view name) {
+  if (name.size() != 2 || word.size() < 3 || word[0] != '-' || word[1] == '-') return false;
+  for (std::size_t i = 1; i < word.size(); ++i) {
+    if (word[i] == name[1]) return true;
+    if (kShortFlagsWithoutValue.find(word[i]) == std::string_view::npos) return false;
   }
   return false;
 }
 
-namespace {}  // namespace
+}  // namespace
+
+bool given_on_command_line(const GlobalOptions& options, std::initializer_list<std::string_view> names) {
+  for (std::string_view word : options.words) {
+    for (std::string_view name : names) {
+      if (word == name || in_short_bundle(word, name)) return true;
+      // "--wait=5s".
+      if (word.size() > name.size() && word.starts_with(name) && word[name.size()] == '=') return true;
+    }
+  }
+  return false;
+}
 
 int place(const GlobalOptions& options, const Placed& option) {
   bool flag = false;

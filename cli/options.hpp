@@ -106,6 +106,10 @@ void for_each_flag(std::string_view flags, Fn fn) {
   }
 }
 
+// The short options of every command that take no value (-h, -n, -q, -v): others may follow them
+// in one word ("-nw5s" is -n -w 5s). A unit test holds this to the option tables.
+inline constexpr std::string_view kShortFlagsWithoutValue = "hnqv";
+
 // Whether one of NAMES ("-w", "--wait") is on the command line itself, not only in the
 // environment: where two options exclude each other, a flag beats the environment.
 bool given_on_command_line(const GlobalOptions& options, std::initializer_list<std::string_view> names);

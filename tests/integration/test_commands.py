@@ -397,6 +397,12 @@ class ErrorsNameWhatWasWrong(unittest.TestCase):
         self.assertIn("REDLOCK_DRIFT: '2' is not a number from 0 to 0.5",
                       self.error(["acquire", "x"], env={"REDLOCK_DRIFT": "2"}))
 
+    def test_options_bundled_in_one_word_are_each_seen(self):
+        for bundle in ("-nw5s", "-nwJUNK", "-qnw1s", "-vnE3"):
+            with self.subTest(bundle=bundle):
+                message = self.error(["acquire", "x", bundle] if "w" in bundle else ["acquire", "x", bundle, "-w1s"])
+                self.assertIn("-n/--nonblock and -w/--wait exclude each other", message)
+
     def test_a_count_past_any_number_is_an_error_not_a_crash(self):
         self.assertEqual(self.error(["--verbose=99999999999999999999", "status", "x"]),
                          "redlock: error: --verbose: the count is out of range (see redlock status --help)\n")

@@ -1,7 +1,10 @@
 #include <doctest/doctest.h>
 
+#include <CLI/CLI.hpp>
 #include <set>
 
+#include "cli/command_table.hpp"
+#include "cli/option_table.hpp"
 #include "cli/options.hpp"
 #include "usage_error.hpp"
 
@@ -79,4 +82,36 @@ TEST_CASE("run hands its command the global options marked for it, set or unset"
   for (const auto& [name, value] : set) CHECK_MESSAGE(name != "REDLOCK_PASSWORD", "a password in the environment");
   const std::set<std::string> cleared(unset.begin(), unset.end());
   CHECK(cleared.count("REDLOCK_USER") == 1);  // no --user here: the command's must not come from elsewhere
+}
+
+TEST_CASE("the short flags that take no value are those of the option tables") {
+  CLI::App app;
+  GlobalOptions global;  // only_named unset: every row built
+  Action action;
+  setup_global_options(app, global);
+  for (const auto& row : kCommandTable) row.setup(app, global, action);
+  std::vector<const CLI::App*> apps{&app};
+  for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) apps.push_back(sub);
+  std::set<char> without_value, with_value;
+  for (const CLI::App* a : apps) {
+    for (const CLI::Option* o : a->get_options()) {
+      for (const std::string& s : o->get_snames())
+        (o->get_items_expected_max() == 0 ? without_value : with_value).insert(s[0]);
+    }
+  }
+  CHECK(without_value == std::set<char>(kShortFlagsWithoutValue.begin(), kShortFlagsWithoutValue.end()));
+  for (char c : kShortFlagsWithoutValue) CHECK(with_value.count(c) == 0);
+}
+
+TEST_CASE("a short option is found in a bundle after flags that take no value only") {
+  GlobalOptions global;
+  global.words = {"acquire", "x", "-nw5s"};
+  CHECK(given_on_command_line(global, {"-w"}));
+  CHECK(given_on_command_line(global, {"-n"}));
+  global.words = {"run", "x", "-k5w", "--", "true"};
+  CHECK_FALSE(given_on_command_line(global, {"-w"}));
+  CHECK(given_on_command_line(global, {"-k"}));
+  global.words = {"acquire", "x", "--wait=5s", "-10"};
+  CHECK(given_on_command_line(global, {"--wait"}));
+  CHECK_FALSE(given_on_command_line(global, {"-n"}));
 }
