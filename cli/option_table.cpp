@@ -68,6 +68,29 @@ std::set<std::string> option_variables(const CLI::App& app) {
   return out;
 }
 
+namespace {
+
+// A whole number is read in decimal, leading zeros and all: CLI11 reads "010" as 8 and takes
+// "0x10" as 16. Anything else that is not one is left to the conversion, which says so.
+CLI::Validator decimal() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        const std::size_t sign = text.starts_with('-') ? 1 : 0;
+        const std::string_view digits = std::string_view(text).substr(sign);
+        const bool all_digits = !digits.empty() && digits.find_first_not_of("0123456789") == std::string_view::npos;
+        if (!all_digits) {
+          const bool prefixed =
+              digits.size() > 1 && digits[0] == '0' && std::isalpha(static_cast<unsigned char>(digits[1]));
+          return prefixed ? "'" + text + "' is not a decimal number" : std::string();
+        }
+        text.erase(sign, std::min(digits.find_first_not_of('0'), digits.size() - 1));
+        return {};
+      },
+      "", "decimal");
+}
+
+}  // namespace
+
 CLI::Option* add_option_row(CLI::App& app, const RowSpec& row, OptionValue value) {
   const std::string flags(row.flags);
   const std::string help(row.help);
@@ -88,6 +111,8 @@ CLI::Option* add_option_row(CLI::App& app, const RowSpec& row, OptionValue value
   if (row.repeatable)
     option->type_size(1)->expected(1)->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)->allow_extra_args(false);
   if (!row.env.empty() && !row.env_by_hand) option->envname(std::string(row.env));
+  const bool whole_number = std::holds_alternative<int*>(value) || std::holds_alternative<std::size_t*>(value);
+  if (whole_number && row.takes_value) option->transform(decimal());
   if (row.check) option->check(row.check());
   if (row.show_default) option->capture_default_str();
   return option;

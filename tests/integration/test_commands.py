@@ -44,6 +44,12 @@ class Acquire(ClusterTest):
         self.assertIn("busy", busy.stderr)
         self.assertEqual(self.rl("acquire", "-n", "-E", "3", "job").code, 3)
         self.assertEqual(self.rl("acquire", "--nonblock", "--conflict-exit-code", "0", "job").code, 0)
+        # Whole numbers in decimal, leading zeros and all; never octal or hexadecimal.
+        self.assertEqual(self.rl("acquire", "-n", "-E", "010", "job").code, 10)
+        self.assertEqual(self.rl("acquire", "-n", "job", env={"REDLOCK_CONFLICT_EXIT_CODE": "012"}).code, 12)
+        hexadecimal = self.rl("acquire", "-n", "-E", "0x10", "job")
+        self.assertEqual((hexadecimal.code, hexadecimal.stderr), (64, "redlock: error: --conflict-exit-code: '0x10' "
+                                                                      "is not a decimal number (see redlock acquire --help)\n"))
 
     def test_wait_gives_up_at_its_deadline(self):
         self.assertEqual(self.rl("acquire", "job").code, 0)
