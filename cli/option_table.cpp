@@ -1,5 +1,7 @@
 #include "option_table.hpp"
 
+#include <algorithm>
+#include <cctype>
 #include <climits>
 #include <type_traits>
 

@@ -41,13 +41,26 @@ const OptionRow<Rel> kReleaseOptions[] = {
     shared_row(&Rel::shared),
 };
 
+// --force without --limit: the lock NAME. Where there was none and NAME is a semaphore, a usage
+// error says how to free its slots, rather than a release that left them held.
+ReleaseResult force_release_mutex(Redlock& redlock, const std::string& name, const LockKeys& keys) {
+  ReleaseResult r = redlock.release(keys, "", true);
+  if (r.released && r.deleted == 0) {
+    if (auto limit = stored_limit(redlock, keys)) {
+      usage_error(printable(name) + " is a semaphore (limit " + std::to_string(*limit) + "): release --force --limit " +
+                  std::to_string(*limit) + " frees its slots");
+    }
+  }
+  return r;
+}
+
 ReleaseResult release_lock(Redlock& redlock, const ReleaseOptions& o, const LockKeys& keys, const std::string& token,
                            bool force) {
   // --force with --limit frees every slot and the stored limit; with --slot (and the limit given or
   // stored), that slot alone.
   if (force && o.limit > 0 && o.slot < 0) return force_release_semaphore(redlock, keys, o.limit);
-  const SlotLookup slot =
-      force && o.limit == 0 && o.slot < 0 ? SlotLookup{.keys = keys} : slot_keys(redlock, keys, o.limit, token, o.slot);
+  if (force && o.limit == 0 && o.slot < 0) return force_release_mutex(redlock, o.name, keys);
+  const SlotLookup slot = slot_keys(redlock, keys, o.limit, token, o.slot);
   if (slot.keys) return redlock.release(*slot.keys, token, force);
   return no_slot_result<ReleaseResult>(slot);
 }

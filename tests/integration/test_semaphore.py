@@ -80,6 +80,18 @@ class Semaphore(ClusterTest):
         self.assertEqual(self.rl("release", "--limit", "3", "--force", "deploys").code, 0)
         self.assertEqual(self.rl("acquire", "--limit", "2", "-n", "deploys").code, 0)
 
+    def test_force_without_limit_on_a_semaphore_says_how_to_free_it(self):
+        token = self.rl("acquire", "--limit", "2", "--ttl", "60s", "jobs").out.strip()
+        r = self.rl("release", "--force", "jobs")
+        self.assertEqual((r.code, r.stderr), (64, "redlock: error: jobs is a semaphore (limit 2): release --force "
+                                                  "--limit 2 frees its slots\n"))
+        self.assertEqual(self.rl("--json", "status", "jobs").json()["holders"][0]["token"], token.decode())
+        self.assertEqual(self.rl("release", "--force", "--limit", "2", "jobs").code, 0)
+        self.assertEqual(self.rl("--json", "status", "--limit", "2", "jobs").json()["held"], 0)
+        # A NAME that is no semaphore (any more): a forced release of nothing, as before.
+        j = self.rl("--json", "release", "--force", "jobs").json()
+        self.assertEqual((j["released"], j["deleted"]), (True, 0))
+
     def test_a_crashed_holders_slot_frees_after_its_ttl(self):
         # acquire returns at once and nobody releases: as a holder that crashed.
         for _ in range(2):
