@@ -166,8 +166,10 @@ void parse_host_port(std::string_view hostport, ServerUrl& url, const std::strin
     url.host = std::string(hostport);
   }
   if (url.host.empty()) config_error("missing host in server URL '" + shown + "'");
+  // A host name is letters, digits, '.', '-' and '_' (an IPv4 address too): "-S=h:1" is no host
+  // "=h". An IPv6 address in brackets was checked above.
   for (char c : url.host) {
-    if (static_cast<unsigned char>(c) <= ' ' || c == '/' || c == '?' || c == '#' || c == '@') {
+    if (hostport.front() != '[' && !std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '-' && c != '_') {
       config_error("bad character in host of server URL '" + shown + "'");
     }
   }

@@ -198,6 +198,12 @@ TEST_CASE("server URLs: a scheme without its slashes is a malformed URL") {
   CHECK(*parse_server_url("redis:pw@h:1").user == "redis");
   CHECK(*parse_server_url("redis:pw@h:1").password == "pw");
   CHECK(parse_server_url("redis:pw@h:1").user == "redis");
+  // A host is a name or an address: "-S=h:1" (a mistyped --servers=) is no host "=h".
+  for (const char* bad : {"=127.0.0.1:7501", "redis://h=st:1", "redis://h%20x:1", "h~1:2", "cluster://a:1,b=c:2"}) {
+    CAPTURE(bad);
+    CHECK(message(bad).starts_with("bad character in host of server URL"));
+  }
+  CHECK(parse_server_url("my-host_1.example.com:7").host == "my-host_1.example.com");
   // What is missing is named, before anything that follows it.
   CHECK(message("redis:///0").find("missing host") == 0);
   // A database no server can have: negative, not a number, beyond any int.
