@@ -369,6 +369,10 @@ class Runner {
         if (lost.empty() && Clock::now() >= lease.valid_until()) {
           lost = "the lock's validity ran out before the command was seen to end (was redlock paused?)";
         }
+        // Ended by us (the lock lost, --max-hold) or by a TERM, INT or HUP passed on: nothing of its
+        // group outlives the lock, which is given back next. A command that exits by itself may
+        // leave what it started, as it would without redlock.
+        if (kill_at != kNever || stopped_by_) child.kill_remnants();
         return lost;
       }
       if ((child.stopped() || stop_requested_) && lost.empty()) lost = follow_stop(child, lease);

@@ -286,6 +286,10 @@ void Child::signal_group(int sig) const {
   kill(-group_, sig);
 }
 
+void Child::kill_remnants() const {
+  if (guard_ > 0 && group_ == guard_) kill(-group_, SIGKILL);
+}
+
 bool Child::reap() {
   if (status_) return true;
   int status = 0;

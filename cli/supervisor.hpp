@@ -36,6 +36,10 @@ class Child {
   // Sends SIG to the child's process group, so that `sh -c` cannot swallow it and grandchildren
   // get it too.
   void signal_group(int sig) const;
+  // Once the child has been reaped: SIGKILL to what is left of its group (a grandchild that
+  // ignores SIGTERM, or shuts down slowly), the guard with it. Only while the guard, the group's
+  // leader, keeps its id from being reused; without a guard, nothing.
+  void kill_remnants() const;
 
   // Reaps the child if it has ended; true once it has. The terminal, when the child had it, is
   // taken back.

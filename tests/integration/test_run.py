@@ -682,6 +682,32 @@ class KeepingAndLosing(RunTest):
         self.assertEqual(rep["outcome"], "lost")
         self.assertEqual(rep["signal"], "SIGTERM")
 
+    def test_nothing_of_the_commands_group_outlives_a_lost_lock_or_a_passed_on_term(self):
+        # CMD (sh) dies of the TERM at once; a grandchild in its group ignores TERM. It is killed
+        # before redlock gives the lock back and exits, not left running without the lock.
+        for end in ("lost", "term", "max-hold"):
+            with self.subTest(end=end):
+                grandchild = self.path("grandchild-" + end)
+                script = self.path("ignores-term-" + end)
+                with open(script, "w") as f:
+                    f.write("trap '' TERM; echo $$ > %s; i=0; while [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done\n"
+                            % grandchild)
+                args = ["run", "--ttl", "3s", "-k", "1s", "job-" + end, "--", "sh", "-c", "sh %s & wait" % script]
+                if end == "max-hold":
+                    args[1:1] = ["--max-hold", "500ms"]
+                # Its stderr not read: the grandchild holds it open for as long as it lives.
+                p = spawn(args, servers=self.cluster, stderr=subprocess.DEVNULL)
+                pid = self.read_pid("grandchild-" + end)
+                self.addCleanup(lambda pid=pid: pid_alive(pid) and os.kill(pid, signal.SIGKILL))
+                if end == "lost":
+                    self.assertEqual(self.rl("release", "--force", "job-" + end).code, 0)
+                elif end == "term":
+                    p.send_signal(signal.SIGTERM)
+                p.wait(timeout=10)
+                self.assertEqual(p.returncode, {"lost": 79, "term": 143, "max-hold": 79}[end])
+                # SIGKILL sent before the exit; its delivery may take a moment (the loop has 10 s left).
+                wait_for(lambda: not pid_alive(pid), timeout=1, what="the grandchild to be killed")
+
     def test_renewals_failing_kill_the_child_before_the_validity_can_end(self):
         # The child ignores TERM: SIGKILL after --kill-after, still before TTL - drift from the start.
         cmd = "trap '' TERM; echo $$ > %s; while :; do sleep 0.05; done" % self.path("child")
