@@ -139,7 +139,20 @@ const std::vector<int>& run_signals() {
 class Runner {
  public:
   Runner(const RunOptions& o, const GlobalOptions& global, Json& report, SignalCatcher& signals)
-      : o_(o), global_(global), report_(report), signals_(&signals) {}
+      : o_(o), global_(global), report_(report), signals_(&signals) {
+    block_terminal_stops();
+  }
+
+  // What we write while CMD's group has the terminal (a -v line, a warning) would stop us under
+  // `stty tostop` (SIGTTOU to a background writer), and the renewals with us while CMD runs on.
+  // Blocked, the write goes through. The child gets the mask from before the catcher
+  // (SignalCatcher::restore_in_child), SIGTTOU unblocked.
+  static void block_terminal_stops() {
+    sigset_t ttou;
+    sigemptyset(&ttou);
+    sigaddset(&ttou, SIGTTOU);
+    sigprocmask(SIG_BLOCK, &ttou, nullptr);
+  }
 
   int run() {
     connect();

@@ -565,6 +565,20 @@ class InteractiveShell(RunTest):
         for pid in pids:
             wait_for(lambda: not pid_alive(pid), timeout=5, what="pid %d to end" % pid)
 
+    def test_a_diagnostic_under_stty_tostop_does_not_stop_redlock(self):
+        # The terminal stops a background writer (redlock, while CMD's group has the terminal):
+        # redlock stopped would renew nothing while CMD runs on.
+        self.type(b"stty tostop; %s -vv run --ttl 1s --renew 100ms job -- sh -c 'sleep 1.5; echo \"af\"\"ter\"'; "
+                  b"echo rc=$?\n" % redlock_binary().encode())
+        self.read_until(rb"rc=\d+")
+        self.assertIn(b"after", self.out)
+        self.assertIn(b"rc=0", self.out)
+        self.assertIn(b"renewed, valid for", self.out)
+        child_mask = b"stty -tostop; %s run job2 -- sh -c 'grep SigBlk /proc/self/status'; echo rc=$?\n"
+        self.type(child_mask % redlock_binary().encode())
+        self.read_until(rb"SigBlk:\s+[0-9a-f]+")
+        self.assertRegex(self.out, rb"SigBlk:\s+0+\s")  # the command's mask is its own
+
     def test_loss_kills_the_grandchild(self):
         sh, sleep = self.start(b"run --ttl 3s -k 1s job", b'echo "af""ter"')
         for server in self.cluster.servers:
