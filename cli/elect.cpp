@@ -14,6 +14,7 @@
 #include "option_table.hpp"
 #include "run.hpp"
 #include "signals.hpp"
+#include "supervisor.hpp"
 
 namespace redlock::cli {
 
@@ -57,6 +58,17 @@ bool campaign_again(const Json& report) {
   return outcome == "child_exited" || outcome == "child_signaled" || outcome == "lost";
 }
 
+// The signal, SIGINT or SIGQUIT, that killed the term's command: ^C or ^\ at the terminal, which
+// reach the command's group only. It ends the loop as it ends a shell's loop; 0 for none.
+int interrupted(const Json& report) {
+  if (report.value("outcome", "") != "child_signaled") return 0;
+  const std::string signal = report.value("signal", "");
+  for (int sig : {SIGINT, SIGQUIT}) {
+    if (signal == signal_name(sig)) return sig;
+  }
+  return 0;
+}
+
 // The line that ends a term that began (the lock taken), unless -q: how long it lasted and how it
 // ended. A term that never began (busy, no quorum) has said what it is.
 void say_term_over(const GlobalOptions& global, const std::string& name, const Json& report) {
@@ -98,6 +110,7 @@ int elect_loop(const ElectOptions& o, const GlobalOptions& global, int limit) {
       if (global.json) print_json_after_command(report);
       // The lock was let go before the term returned.
       if (int sig = terms.stopped_by()) return exit_code::signaled(sig);
+      if (int sig = interrupted(report)) return exit_code::signaled(sig);
       if (!campaign_again(report) || (limit > 0 && n >= limit)) return status;
       // A standby woken by our release tries within a round trip: it takes over before we try again.
       if (!terms.rest(terms.retry_delay())) return exit_code::signaled(terms.stopped_by());

@@ -209,6 +209,19 @@ class Elect(ClusterTest):
                          % term.group(1))
         self.assertEqual(self.rl("status", "svc").code, 1)
 
+    def test_a_command_killed_by_sigint_or_sigquit_ends_the_loop_as_a_shells_loop_ends(self):
+        # ^C and ^\ at the terminal reach the command's group only: the loop ends, not a new term.
+        for sig, status in (("INT", 130), ("QUIT", 131)):
+            kill = "import os, signal; os.kill(os.getpid(), signal.SIG%s)" % sig
+            r = self.rl("--json", "elect", "svc", "--max-terms", "3", "--ttl", "1s", "--", sys.executable, "-c", kill)
+            self.assertEqual(r.code, status, r)
+            objects = [json.loads(line) for line in r.stdout.splitlines() if line.startswith("{")]
+            self.assertEqual([(o["terms"], o["signal"]) for o in objects], [(1, "SIG" + sig)], r)
+            self.assertEqual(self.rl("status", "svc").code, 1)
+        # Another signal is the command's end, not the user's: the loop goes on.
+        r = self.rl("--json", "elect", "svc", "--max-terms", "2", "--ttl", "1s", "-c", "kill -USR1 $$")
+        self.assertEqual(len([line for line in r.stdout.splitlines() if line.startswith("{")]), 2, r)
+
     def test_terms_grow_and_each_is_reported(self):
         report = os.path.join(self.scratch_dir(), "report")
         r = self.rl("--json", "elect", "svc", "--max-terms", "3", "--ttl", "1s", "--retry-delay", "20ms", "--report",
