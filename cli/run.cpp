@@ -14,6 +14,7 @@
 #include "core/lock/lease.hpp"
 #include "core/lock/quorum.hpp"
 #include "core/lock/semaphore.hpp"
+#include "core/util/defer.hpp"
 #include "core/util/duration.hpp"
 #include "core/util/error.hpp"
 #include "core/util/fd.hpp"
@@ -103,8 +104,14 @@ void write_report(const std::string& path, const Json& report, const GlobalOptio
 }
 
 // A regular file shows its last byte; on a pipe or a terminal it cannot be seen, and a line break
-// comes first.
+// comes first. A reader gone (`| head -1`) fails the write without killing us (SIGPIPE ignored
+// meanwhile, as the command's next term must not have it ignored): the status stays the command's.
 void print_json_after_command(const Json& report) {
+  struct sigaction ignore {};
+  struct sigaction was {};
+  ignore.sa_handler = SIG_IGN;
+  sigaction(SIGPIPE, &ignore, &was);
+  const Defer restore([&was] { sigaction(SIGPIPE, &was, nullptr); });
   const std::string outcome = report.value("outcome", "");
   if (outcome == "child_exited" || outcome == "child_signaled" || outcome == "lost") {
     struct stat st {};

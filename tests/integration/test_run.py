@@ -176,6 +176,19 @@ class ExitStatus(RunTest):
                     self.assertTrue(text.startswith(before), text)
                     self.assertEqual(json.loads(text[len(before):])["outcome"], "child_exited", text)
 
+    def test_json_to_a_reader_gone_keeps_the_commands_status(self):
+        # `redlock --json run … | head -1`: the report finds the pipe closed; the status is CMD's.
+        for command in ("run", "elect"):
+            args = ["--json", command, "job", "-c", "echo hello; sleep 0.3; exit 3"]
+            if command == "elect":
+                args[2:2] = ["--once"]
+            p = spawn(args, servers=self.cluster, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+            self.assertEqual(p.stdout.readline(), b"hello\n")
+            p.stdout.close()
+            p.wait(timeout=10)
+            self.assertEqual(p.returncode, 3, command)
+            self.assertEqual(self.cluster.values("job"), [None] * 5)
+
     def test_json_appended_to_a_file_starts_on_a_line_of_its_own(self):
         # >> (O_APPEND): the offset is 0 until the first write, but the write lands at the end.
         for before in ("pre", "pre\n", ""):
