@@ -779,6 +779,20 @@ class Release(ClusterTest):
                 self.assertEqual(j["error"], {"code": 1, "message": line})
                 self.assertEqual([i for i, s in enumerate(j["servers"]) if s["result"] == "foreign"], list(where))
 
+    def test_a_token_equal_to_application_data_takes_extends_and_deletes_nothing(self):
+        # A string without an expiry is application data, even when it holds the token given.
+        for s in self.cluster.servers:
+            with s.client() as c:
+                c.call("SET", "appdata", "precious")
+        for args, code in ((["acquire", "-n", "--token", "precious", "appdata"], 75),
+                           (["run", "-n", "--token", "precious", "appdata", "--", "true"], 75),
+                           (["extend", "--token", "precious", "--ttl", "5s", "appdata"], 1),
+                           (["release", "--token", "precious", "appdata"], 1)):
+            r = self.rl(*args)
+            self.assertEqual(r.code, code, (args, r))
+            self.assertEqual(self.cluster.values("appdata"), [b"precious"] * 5, args)
+            self.assertEqual([s.pttl("appdata") for s in self.cluster.servers], [-1] * 5, args)
+
     def test_force_never_deletes_a_key_that_cannot_be_a_lock(self):
         # Application data under the name, on every server: a hash, then a string without an expiry.
         for s in self.cluster.servers:

@@ -191,7 +191,8 @@ local value = kind == 'string' and redis.call('GET', KEYS[1])
 if value == 'redlock:shared' then
   return {0, 0, redis.call('PTTL', KEYS[1]), kind, 1, 'readers', 0, 1}
 end
-if value == ARGV[1] then
+-- Ours only with an expiry: a string without one is application data, whatever it holds.
+if value == ARGV[1] and redis.call('PTTL', KEYS[1]) >= 0 then
   redis.call('PEXPIRE', KEYS[1], ttl)
   if redis.call('PEXPIRE', KEYS[3], ttl) == 0 and ARGV[3] ~= '' then
     redis.call('SET', KEYS[3], ARGV[3], 'PX', ttl)

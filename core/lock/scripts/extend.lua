@@ -6,7 +6,8 @@
 -- restarted empty: the lock can be put back there, see heal.lua). An extension is announced as
 -- 'extended' on the wake-up channel ARGV[4] (absent or '' for none), for `watch`: waiters ignore it.
 local kind = redis.call('TYPE', KEYS[1])['ok']
-if kind == 'string' and redis.call('GET', KEYS[1]) == ARGV[1] then
+-- Ours only with an expiry: a string without one is application data, whatever it holds.
+if kind == 'string' and redis.call('GET', KEYS[1]) == ARGV[1] and redis.call('PTTL', KEYS[1]) >= 0 then
   local ttl = tonumber(ARGV[2])
   if ARGV[3] == '1' then
     if redis.call('TYPE', KEYS[2])['ok'] == 'string' then

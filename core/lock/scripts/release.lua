@@ -84,7 +84,8 @@ if ARGV[3] == '1' then
   elseif kind ~= 'none' then
     return -1
   end
-elseif kind == 'string' and redis.call('GET', KEYS[1]) == ARGV[1] then
+elseif kind == 'string' and redis.call('GET', KEYS[1]) == ARGV[1] and redis.call('PTTL', KEYS[1]) >= 0 then
+  -- Ours only with an expiry: a string without one is application data, whatever it holds.
   deleted = redis.call('DEL', KEYS[1])
 end
 -- Names the first live waiters (and hands the lock to the first, after a release) once the lock is
