@@ -330,7 +330,7 @@ RULE = RULE_COMMANDS + RULE_KEYS + RULE_CHANNELS
 # What each part is needed for: the first of LeastPrivilege.STEPS that fails without it.
 NEEDED_FOR = {
     "+evalsha": "fresh", "+eval": "fresh", "+get": "fresh", "+set": "fresh", "+incr": "fresh", "+pexpire": "commands",
-    "+pttl": "commands", "+type": "fresh", "+del": "fresh", "+time": "fence-expiry", "+publish": "fresh",
+    "+pttl": "fresh", "+type": "fresh", "+del": "fresh", "+time": "fence-expiry", "+publish": "fresh",
     "+pubsub|numsub": "fresh", "+subscribe": "wake-up", "+zadd": "queue", "+zrem": "queue", "+zrange": "queue",
     "+exists": "queue", "+info": "duplicate", "+scan": "list", "~locks:*": "fresh",
     "~{locks:*}:redlock:*": "fresh",
