@@ -45,7 +45,8 @@ std::vector<EnclosingLock> outer_locks() {
   if (!list.is_array()) return locks;
   for (const auto& j : list) {
     if (!j.is_object() || !j.value("key", Json()).is_string() || !j.value("token", Json()).is_string()) continue;
-    EnclosingLock lock{j["key"], j["token"], std::nullopt, j.value("servers", std::string()),
+    const Json servers = j.value("servers", Json());
+    EnclosingLock lock{j["key"], j["token"], std::nullopt, servers.is_string() ? servers.get<std::string>() : "",
                        j.value("semaphore", Json()).is_boolean() && j["semaphore"].get<bool>()};
     if (j.value("fence", Json()).is_number_integer()) lock.fence = j["fence"].get<std::int64_t>();
     locks.push_back(std::move(lock));

@@ -55,11 +55,7 @@ std::string wall_time(std::int64_t unix_ms) {
 }
 
 void warn(const GlobalOptions& options, const std::string& message) {
-  if (!options.quiet) warn_always(message);
-}
-
-void warn_always(const std::string& message) {
-  write_stderr("warning: " + message);
+  if (!options.quiet) write_stderr("warning: " + message);
 }
 
 void verbose(const GlobalOptions& options, int level, const std::string& message) {
@@ -71,9 +67,10 @@ void say(const GlobalOptions& options, const std::string& name, const std::strin
 }
 
 void verbose_servers(const GlobalOptions& options, const std::vector<ServerReport>& servers) {
-  // -q or not: a replica in the list weakens every quorum without a sound.
+  // A replica in the list weakens every quorum: said unless -q (nothing but errors), and in JSON
+  // by its role.
   for (const auto& s : servers) {
-    if (s.role == "replica") warn_always(s.server + " is a replica; it never counts as a vote");
+    if (s.role == "replica") warn(options, s.server + " is a replica; it never counts as a vote");
   }
   if (options.verbose < 2 || options.quiet) return;
   for (const auto& s : servers) {

@@ -31,12 +31,10 @@ std::string wall_time(std::int64_t unix_ms);
 // Diagnostics on stderr, each "redlock: ..." on a line of its own.
 // A warning, unless -q.
 void warn(const GlobalOptions& options, const std::string& message);
-// A warning whatever the options: what must never go unsaid (a replica, --tls-insecure).
-void warn_always(const std::string& message);
 // With -v (LEVEL 1) or -vv (2), unless -q.
 void verbose(const GlobalOptions& options, int level, const std::string& message);
-// With -vv: what each server answered, and how fast, a line each. Whatever the verbosity (-q
-// too), a warning line for each server that is a replica: it never counts as a vote.
+// With -vv: what each server answered, and how fast, a line each. Whatever the verbosity (not
+// with -q), a warning line for each server that is a replica: it never counts as a vote.
 void verbose_servers(const GlobalOptions& options, const std::vector<ServerReport>& servers);
 // "NAME: WHAT": a command's answer that is no error (busy, not held), unless -q or --json.
 void say(const GlobalOptions& options, const std::string& name, const std::string& what);

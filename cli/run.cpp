@@ -574,8 +574,14 @@ class Runner {
     if (child.exec_errno()) return exec_failed(child);
     while (!child.reap()) {
       forward_signals(child);
+      // ^Z at the terminal stops us with the command; a SIGTSTP sent to us alone stops it with us.
+      // The enclosing run keeps renewing the lock meanwhile, and follows its own stops.
       if (child.stopped()) {
         child.stop_with_child();
+        child.resume();
+      }
+      if (std::exchange(stop_requested_, false)) {
+        child.stop_both();
         child.resume();
       }
       transport_->run_until([&] { return signals_->any(); }, kNever);

@@ -235,8 +235,8 @@ std::unique_ptr<Transport> connect_servers(const GlobalOptions& options) {
   bool any_tls = false;
   for (const auto& s : c.servers) any_tls = any_tls || s.uses_tls();
   if (any_tls && options.tls_insecure) {
-    // Every time, -q or not: a connection anyone on the path can take over is never quiet.
-    warn_always("--tls-insecure: server certificates are not verified; anyone on the path can pose as the servers");
+    // Every time, unless -q (nothing on stderr but errors).
+    warn(options, "--tls-insecure: server certificates are not verified; anyone on the path can pose as the servers");
   }
   return std::make_unique<Transport>(std::move(c.servers), std::move(t));
 }

@@ -987,6 +987,24 @@ class Child(RunTest):
         self.assertEqual((rep["outcome"], rep["child_exit"], rep["signal"], rep["renewals"]),
                          ("child_exited", 0, None, 0), rep)
 
+    def test_a_sigtstp_to_a_reentered_run_stops_its_command_with_it(self):
+        def state(pid):
+            with open("/proc/%d/stat" % pid) as f:
+                return f.read().rsplit(")", 1)[1].split()[0]
+        child_pid = self.path("child")
+        p = spawn(["run", "job", "--", "sh", "-c", "%s run job -- sh -c 'echo $$ > %s; exec sleep 30'"
+                   % (redlock_binary(), child_pid)], servers=self.cluster, stderr=subprocess.PIPE)
+        self.addCleanup(lambda: p.poll() is None and (p.kill(), p.wait()))
+        child = self.read_pid("child")
+        inner = parent_of(child)
+        os.kill(inner, signal.SIGTSTP)
+        wait_for(lambda: state(child) == "T" and state(inner) == "T", timeout=5, what="both stopped")
+        os.kill(inner, signal.SIGCONT)
+        wait_for(lambda: state(child) != "T" and state(inner) != "T", timeout=5, what="both running again")
+        p.send_signal(signal.SIGTERM)
+        p.wait(timeout=10)
+        self.assertEqual(p.returncode, 143, p.stderr.read())
+
     def test_a_reentry_into_a_lock_the_enclosing_run_lost_is_refused(self):
         # Inside a run (REDLOCK_KEY and REDLOCK_TOKEN), but the lock is no longer held: a nested
         # acquire answers busy, a nested run lost (its command never runs), neither takes the lock;
