@@ -9,10 +9,12 @@
 
 namespace redlock::cli {
 
-std::string printable(const std::string& text) {
-  constexpr std::size_t kMax = 80;
+namespace {
+
+// TEXT with its control characters escaped ("\n", "\t", "\x1b"), cut after MAX bytes.
+std::string escaped(const std::string& text, std::size_t max) {
   std::string out;
-  for (std::size_t i = 0; i < text.size() && i < kMax; ++i) {
+  for (std::size_t i = 0; i < text.size() && i < max; ++i) {
     unsigned char c = static_cast<unsigned char>(text[i]);
     if (c == '\n') {
       out += "\\n";
@@ -26,6 +28,14 @@ std::string printable(const std::string& text) {
       out.push_back(static_cast<char>(c));
     }
   }
+  return out;
+}
+
+}  // namespace
+
+std::string printable(const std::string& text) {
+  constexpr std::size_t kMax = 80;
+  std::string out = escaped(text, kMax);
   if (text.size() > kMax) out += "… (" + std::to_string(text.size()) + " bytes)";
   return out;
 }
@@ -33,8 +43,10 @@ std::string printable(const std::string& text) {
 namespace {
 
 // The one place a line reaches stderr.
+// One line, whatever the message holds: a control character of a URL, a server's error or a
+// file's content is shown escaped, never sent to the terminal.
 void write_stderr(const std::string& line) {
-  std::fprintf(stderr, "redlock: %s\n", line.c_str());
+  std::fprintf(stderr, "redlock: %s\n", escaped(line, std::string::npos).c_str());
 }
 
 }  // namespace

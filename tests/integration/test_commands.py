@@ -409,6 +409,11 @@ class ErrorsNameWhatWasWrong(unittest.TestCase):
                 message = self.error(["acquire", "x", bundle] if "w" in bundle else ["acquire", "x", bundle, "-w1s"])
                 self.assertIn("-n/--nonblock and -w/--wait exclude each other", message)
 
+    def test_a_control_character_in_any_message_is_shown_escaped(self):
+        r = redlock(["status", "x"], servers="redis://127.0.0.1:75\x1b99")
+        self.assertEqual(r.code, 78, r)
+        self.assertEqual(r.stderr, "redlock: error: bad port '75\\x1b99' in server URL 'redis://127.0.0.1:75\\x1b99'\n")
+
     def test_an_enclosing_runs_variable_of_the_wrong_shape_is_ignored(self):
         for value in ('[{"key":"enc","token":"zzz","fence":"x","servers":5}]', "garbage", '{"a":'):
             r = redlock(["--timeout", "50ms", "acquire", "-n", "enc"], servers="127.0.0.1:1",
