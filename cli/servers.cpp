@@ -146,6 +146,7 @@ const InheritedPasswords& inherited_passwords() {
 
 // The password for servers whose URL names none (see Credentials).
 std::optional<std::string> fallback_password(const GlobalOptions& options) {
+  refuse_empty(options, options.password_file, "--password-file");  // a script's unset variable
   if (!options.password_file.empty()) return read_password_file(options.password_file);
   if (auto p = environment_value(kPasswordVariable); p && !p->empty()) return p;
   if (const auto& inherited = inherited_passwords(); inherited.fallback) return inherited.fallback;

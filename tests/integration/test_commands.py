@@ -409,6 +409,10 @@ class ErrorsNameWhatWasWrong(unittest.TestCase):
                 message = self.error(["acquire", "x", bundle] if "w" in bundle else ["acquire", "x", bundle, "-w1s"])
                 self.assertIn("-n/--nonblock and -w/--wait exclude each other", message)
 
+    def test_an_empty_password_file_is_a_script_s_unset_variable(self):
+        self.assertEqual(self.error(["--password-file", "", "status", "x"]),
+                         "redlock: error: --password-file: must not be empty\n")
+
     def test_a_control_character_in_any_message_is_shown_escaped(self):
         r = redlock(["status", "x"], servers="redis://127.0.0.1:75\x1b99")
         self.assertEqual(r.code, 78, r)
