@@ -66,6 +66,11 @@ class Bash(unittest.TestCase):
         with open(os.path.join(COMPLETIONS, "redlock.bash"), "rb") as f:
             self.assertEqual(redlock(["completion", "bash"]).out, f.read())
 
+    def test_json_is_refused_not_answered_with_a_script(self):
+        r = redlock(["--json", "completion", "bash"])
+        self.assertEqual(r.code, 64, r)
+        self.assertEqual(r.json()["error"]["message"], "completion prints a shell script, not JSON: leave out --json")
+
     def test_subcommands(self):
         self.assertEqual(self.complete("ac"), ["acquire"])
         self.assertEqual(sorted(self.complete("")),
