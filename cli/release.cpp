@@ -79,8 +79,10 @@ int token_place(const GlobalOptions& global, const ReleaseOptions& o, const Lock
 // neither given, a usage error.
 std::pair<bool, std::string> force_or_token(const GlobalOptions& global, const ReleaseOptions& o,
                                             const LockKeys& keys) {
-  const int by_token = token_place(global, o, keys);
   const int by_force = o.force ? place(global, {"--force", "REDLOCK_FORCE"}) : -1;
+  // A --force alone on the command line: nothing below it is read (an enclosing run's token).
+  if (by_force == kOnCommandLine && !given_on_command_line(global, {"--token", "--token-file"})) return {true, ""};
+  const int by_token = token_place(global, o, keys);
   if (by_token == by_force && by_token < kOnCommandLine && by_token >= 0)
     usage_error("a token (REDLOCK_TOKEN or REDLOCK_TOKEN_FILE) and --force exclude each other");
   if (by_token == by_force)
