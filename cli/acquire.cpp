@@ -137,6 +137,7 @@ void plan_token(AcquirePlan& plan, const std::string& token, const GlobalOptions
   if (!locks.empty())
     same = find_enclosing(locks, plan.spec.keys.lock, servers_signature(configured_servers(global)), plan.limit > 0);
   if (same && (token.empty() || token == same->token)) {
+    refuse_marker(same->token, "REDLOCK_TOKEN");
     plan.spec.token = same->token;
     plan.reentry = AcquirePlan::Reentry::Enclosing;
     plan.enclosing_fence = same->fence;

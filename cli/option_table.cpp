@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <climits>
+#include <cstdlib>
 #include <type_traits>
 
 #include "cli11.hpp"
@@ -73,7 +74,8 @@ std::set<std::string> option_variables(const CLI::App& app) {
 namespace {
 
 // A whole number is read in decimal, leading zeros and all: CLI11 reads "010" as 8 and takes
-// "0x10" as 16. Anything else that is not one is left to the conversion, which says so.
+// "0x10", "+0x10" and " 012" (strtoll of any base). What is no number at all is left to the
+// conversion, which says so.
 CLI::Validator decimal() {
   return CLI::Validator(
       [](std::string& text) -> std::string {
@@ -81,9 +83,10 @@ CLI::Validator decimal() {
         const std::string_view digits = std::string_view(text).substr(sign);
         const bool all_digits = !digits.empty() && digits.find_first_not_of("0123456789") == std::string_view::npos;
         if (!all_digits) {
-          const bool prefixed =
-              digits.size() > 1 && digits[0] == '0' && std::isalpha(static_cast<unsigned char>(digits[1]));
-          return prefixed ? "'" + text + "' is not a decimal number" : std::string();
+          char* end = nullptr;
+          std::strtoll(text.c_str(), &end, 0);
+          const bool a_number_still = !text.empty() && end == text.c_str() + text.size();
+          return a_number_still ? "'" + text + "' is not a decimal number" : std::string();
         }
         text.erase(sign, std::min(digits.find_first_not_of('0'), digits.size() - 1));
         return {};

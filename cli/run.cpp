@@ -586,6 +586,9 @@ class Runner {
       }
       transport_->run_until([&] { return signals_->any(); }, kNever);
     }
+    // Ended by a TERM, INT or HUP passed on (the enclosing run's loss, say): nothing of its group
+    // outlives it, as in supervise.
+    if (stopped_by_) child.kill_remnants();
     report_["held_ms"] = json_ms(Clock::now() - started);
     report_child(child);
     return finish(child.term_signal() ? "child_signaled" : "child_exited", child.exit_status());

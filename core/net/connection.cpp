@@ -143,8 +143,14 @@ bool Connection::encode_auth() {
 }
 
 std::string Connection::without_passwords(std::string text) const {
+  // Redis quotes a refused command's first arguments (AUTH's are the user and the password), cut
+  // at 128 bytes: nothing of them is shown.
+  constexpr std::string_view kQuoted = "with args beginning with:";
+  if (const std::size_t at = text.find(kQuoted); at != std::string::npos)
+    text.replace(at + kQuoted.size(), std::string::npos, " ***");
+  // A password quoted some other way; one shorter than 4 bytes would mask every such word instead.
   for (const auto* secret : {&config_.password, &url().password, &url().sentinel_password, &endpoint().password}) {
-    if (!*secret || (*secret)->empty()) continue;
+    if (!*secret || (*secret)->size() < 4) continue;
     for (std::size_t at = text.find(**secret); at != std::string::npos; at = text.find(**secret, at + 3)) {
       text.replace(at, (*secret)->size(), "***");
     }

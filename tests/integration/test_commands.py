@@ -50,6 +50,10 @@ class Acquire(ClusterTest):
         hexadecimal = self.rl("acquire", "-n", "-E", "0x10", "job")
         self.assertEqual((hexadecimal.code, hexadecimal.stderr), (64, "redlock: error: --conflict-exit-code: '0x10' "
                                                                       "is not a decimal number (see redlock acquire --help)\n"))
+        for written in ("+010", " 012", "+0x10"):
+            r = self.rl("acquire", "-n", "job", env={"REDLOCK_CONFLICT_EXIT_CODE": written})
+            self.assertEqual(r.code, 64, (written, r))
+            self.assertIn("is not a decimal number", r.stderr)
 
     def test_wait_gives_up_at_its_deadline(self):
         self.assertEqual(self.rl("acquire", "job").code, 0)

@@ -735,6 +735,22 @@ class KeepingAndLosing(RunTest):
                 # SIGKILL sent before the exit; its delivery may take a moment (the loop has 10 s left).
                 wait_for(lambda: not pid_alive(pid), timeout=1, what="the grandchild to be killed")
 
+    def test_nothing_of_a_nested_runs_group_outlives_the_enclosing_runs_lock(self):
+        # The nested run's command has a group of its own: the TERM the enclosing run's loss passes
+        # on ends it, and what ignores TERM there is killed before the nested run exits.
+        script = self.path("ignores-term")
+        with open(script, "w") as f:
+            f.write("trap '' TERM; echo $$ > %s; i=0; while [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done\n"
+                    % self.path("grandchild"))
+        inner = "%s run job -- sh -c 'sh %s & wait'" % (redlock_binary(), script)
+        p = spawn(["run", "--max-hold", "500ms", "--ttl", "3s", "-k", "1s", "job", "--", "sh", "-c", inner],
+                  servers=self.cluster, stderr=subprocess.DEVNULL)
+        pid = self.read_pid("grandchild")
+        self.addCleanup(lambda: pid_alive(pid) and os.kill(pid, signal.SIGKILL))
+        p.wait(timeout=10)
+        self.assertEqual(p.returncode, 79)
+        wait_for(lambda: not pid_alive(pid), timeout=1, what="the nested run's grandchild to be killed")
+
     def test_renewals_failing_kill_the_child_before_the_validity_can_end(self):
         # The child ignores TERM: SIGKILL after --kill-after, still before TTL - drift from the start.
         cmd = "trap '' TERM; echo $$ > %s; while :; do sleep 0.05; done" % self.path("child")

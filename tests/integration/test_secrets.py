@@ -179,13 +179,16 @@ class EchoedBack(SecretServers):
         pass
 
     def test_a_refusal_that_quotes_the_password_never_shows_it(self):
+        # The server quotes the first 128 bytes of AUTH's arguments: a long password is cut there,
+        # and no copy of it is whole.
+        long_secret = SECRET + "-" + "L" * 140
         results = []
-        for form in (FORMS["password"][0], FORMS["user and password"][0]):
+        for form in (FORMS["password"][0], FORMS["user and password"][0], FORMS["password"][0].replace(SECRET, long_secret)):
             self.every_command(self.urls(form), "-S", results)
         self.assert_clean(results)
         errors = b"".join(r.err for _, _, r in results if not isinstance(r, bytes))
-        self.assertIn(b"with args beginning with: '***'", errors)
-        self.assertIn(b"with args beginning with: '%s' '***'" % USER.encode(), errors)
+        self.assertNotIn(b"L" * 20, errors)
+        self.assertIn(b"AUTH', with args beginning with: ***", errors)
 
 
 class Nested(SecretServers):

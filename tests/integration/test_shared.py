@@ -205,7 +205,10 @@ class Shared(ClusterTest):
                               (["release", "--token-file", marker_file, "data"], None),
                               (["extend", "--token", "redlock:shared", "--ttl", "1ms", "data"], None),
                               (["release", "data"], {"REDLOCK_TOKEN": "redlock:shared"}),
-                              (["run", "-n", "data", "--", "true"], {"REDLOCK_TOKEN": "redlock:shared"})):
+                              (["run", "-n", "data", "--", "true"], {"REDLOCK_TOKEN": "redlock:shared"}),
+                              # As an enclosing run's own (REDLOCK_KEY names the lock), re-entered.
+                              (["run", "-n", "data", "--", "true"],
+                               {"REDLOCK_KEY": "data", "REDLOCK_TOKEN": "redlock:shared"})):
                 r = self.rl(*args, env=env)
                 self.assertEqual(r.code, 64, (args, r))
                 self.assertIn("'redlock:shared' is the readers' marker, never a token", r.stderr)
