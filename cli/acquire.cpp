@@ -143,6 +143,11 @@ void plan_token(AcquirePlan& plan, const std::string& token, const GlobalOptions
     plan.enclosing_fence = same->fence;
     return;
   }
+  if (!same && token.empty() && plan.limit == 0 && !plan.spec.keys.reader) {
+    for (const auto& lock : locks) {
+      if (lock.key == plan.spec.keys.lock && !lock.semaphore) plan.lookalike = {lock.token, lock.fence};
+    }
+  }
   const char* shared = environment_variable("REDLOCK_TOKEN");
   if (token.empty() && shared && *shared && faults::enabled(faults::Fault::InheritAnyToken))
     return plan_token(plan, shared, global);
@@ -308,8 +313,22 @@ Json json_holder(const Holder& holder) {
           {"ttl_ms", holder.ttl ? Json(whole_ms(*holder.ttl)) : Json(nullptr)}};
 }
 
+// A lookalike enclosing lock (see AcquirePlan::Lookalike) that these servers hold: re-entered, as
+// the enclosing run's own, rather than waited for by the command inside it for ever.
+std::optional<StatusResult> lookalike_status(Redlock& redlock, AcquirePlan& plan) {
+  if (!plan.lookalike) return std::nullopt;
+  StatusResult s = redlock.status(plan.spec.keys);
+  if (s.no_quorum || s.state != LockState::Held || s.token != plan.lookalike->token) return std::nullopt;
+  refuse_marker(plan.lookalike->token, "REDLOCK_TOKEN");
+  plan.spec.token = plan.lookalike->token;
+  plan.spec.new_token = false;
+  plan.reentry = AcquirePlan::Reentry::Enclosing;
+  plan.enclosing_fence = plan.lookalike->fence;
+  return s;
+}
+
 std::optional<StatusResult> reentry_status(Redlock& redlock, AcquirePlan& plan) {
-  if (plan.reentry == AcquirePlan::Reentry::No) return std::nullopt;
+  if (plan.reentry == AcquirePlan::Reentry::No) return lookalike_status(redlock, plan);
   if (plan.spec.keys.reader) {
     StatusResult s = reader_status(redlock, plan.spec.keys, plan.spec.token);
     if (s.no_quorum || s.state == LockState::Held || plan.reentry != AcquirePlan::Reentry::IfHeld) return s;

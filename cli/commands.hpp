@@ -50,6 +50,13 @@ struct AcquirePlan {
   enum class Reentry { No, Enclosing, IfHeld };
   Reentry reentry = Reentry::No;
   std::optional<std::int64_t> enclosing_fence;  // the enclosing run's fence, when Enclosing
+  // An enclosing run's lock of the same key on servers named otherwise ("localhost" for
+  // "127.0.0.1"): re-entered (Enclosing) when these servers hold its token, else a lock of its own.
+  struct Lookalike {
+    std::string token;
+    std::optional<std::int64_t> fence;
+  };
+  std::optional<Lookalike> lookalike;
   // --limit: a semaphore of that many slots. Once a slot is taken (or re-entered), spec.keys are
   // the slot's and SLOT says which.
   std::size_t limit = 0;

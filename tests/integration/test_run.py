@@ -1003,6 +1003,15 @@ class Child(RunTest):
         self.assertEqual((rep["outcome"], rep["child_exit"], rep["signal"], rep["renewals"]),
                          ("child_exited", 0, None, 0), rep)
 
+    def test_the_same_servers_named_otherwise_re_enter_rather_than_wait_for_themselves(self):
+        by_name = ",".join("redis://localhost:%d" % s.port for s in self.cluster.servers)
+        inner = "%s -S %s run -n job -- sh -c 'echo $REDLOCK_FENCE'" % (redlock_binary(), by_name)
+        r = self.rl("run", "job", "--", "sh", "-c", 'echo "$REDLOCK_FENCE"; ' + inner, timeout=20)
+        self.assertEqual(r.code, 0, r)
+        outer, nested = r.stdout.split()
+        self.assertEqual(outer, nested)
+        self.assertEqual(self.cluster.values("job"), [None] * 5)
+
     def test_a_sigtstp_to_a_reentered_run_stops_its_command_with_it(self):
         def state(pid):
             with open("/proc/%d/stat" % pid) as f:
