@@ -153,6 +153,23 @@ std::vector<std::string> words_after_dashes(const std::vector<std::string>& word
 
 // Global options may come after the subcommand (`redlock status -S URL NAME --json`): they are moved
 // in front of it, up to a "--" (after which everything is run's command). The pointers are into WORDS.
+// "--prefix=" as "--prefix ''": an empty value, where CLI11 would take the next word for it. Only
+// redlock's own words, before a "--".
+Words empty_values_apart(const Words& words) {
+  Words out;
+  bool options = true;
+  for (const std::string& w : words) {
+    options = options && w != "--";
+    if (options && w.size() > 3 && w.starts_with("--") && w.find('=') == w.size() - 1) {
+      out.push_back(w.substr(0, w.size() - 1));
+      out.emplace_back();
+    } else {
+      out.push_back(w);
+    }
+  }
+  return out;
+}
+
 std::vector<char*> globals_first(Words& words) {
   std::vector<char*> front{words[0].data()};
   std::vector<char*> rest;
@@ -587,7 +604,7 @@ int main(int argc, char** argv) {
   }
   const bool json = wants_json(words);
   for (std::size_t i = 1; i < words.size() && words[i] != "--"; ++i) global.words.push_back(words[i]);
-  Words parsed = words;
+  Words parsed = empty_values_apart(words);
   std::vector<char*> args = globals_first(parsed);
   if (auto status = parse(app, global, action, words, args, json)) return *status;
   return run_command(*app, action, global);

@@ -413,6 +413,15 @@ class ErrorsNameWhatWasWrong(unittest.TestCase):
                 message = self.error(["acquire", "x", bundle] if "w" in bundle else ["acquire", "x", bundle, "-w1s"])
                 self.assertIn("-n/--nonblock and -w/--wait exclude each other", message)
 
+    def test_an_empty_value_after_an_equals_sign_is_the_value(self):
+        # Not the next word taken for it (CLI11's reading), which left "a command is required".
+        self.assertIn("--timeout: '' is empty", self.error(["status", "x", "--timeout="]))
+        for args in (["--prefix=", "status", "x"], ["status", "x", "--prefix="]):
+            r = redlock(["--timeout", "50ms"] + args, servers="127.0.0.1:1")
+            self.assertEqual(r.code, 69, (args, r))  # the prefix empty, as with --prefix ''
+        r = redlock(["--timeout", "50ms", "run", "-n", "x", "--", "echo", "--foo="], servers="127.0.0.1:1")
+        self.assertEqual(r.code, 69, r)  # CMD's words are CMD's: no quorum, not a usage error
+
     def test_an_empty_password_file_is_a_script_s_unset_variable(self):
         self.assertEqual(self.error(["--password-file", "", "status", "x"]),
                          "redlock: error: --password-file: must not be empty\n")
