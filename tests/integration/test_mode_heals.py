@@ -49,6 +49,17 @@ class RenewalHeals(ClusterTest):
         reader = self.start_run(["--shared", "data"], reader_file)
         holder = self.start_run(["--limit", "1", "jobs"], slot_file)
         tokens = [wait_for(lambda f=f: read_token(f), what="a token") for f in (reader_file, slot_file)]
+
+        # Both on every server before one restarts: a server whose answer came after the quorum's
+        # (a slow machine) may not hold it until the first renewal puts it back, and a lock on
+        # exactly a quorum is lost, rightly, when one of those forgets it.
+        def everywhere():
+            for s in self.cluster.servers:
+                with s.client() as c:
+                    if c.call("ZSCORE", READERS, tokens[0]) is None or c.call("GET", SLOT) != tokens[1].encode():
+                        return False
+            return True
+        wait_for(everywhere, timeout=3 * TTL, what="both locks on every server")
         stop = threading.Event()
         got_in = []
         contenders = [threading.Thread(target=self.contend, args=(args, stop, got_in), daemon=True)
