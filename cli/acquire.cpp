@@ -145,7 +145,8 @@ void plan_token(AcquirePlan& plan, const std::string& token, const GlobalOptions
   }
   if (!same && token.empty() && plan.limit == 0 && !plan.spec.keys.reader) {
     for (const auto& lock : locks) {
-      if (lock.key == plan.spec.keys.lock && !lock.semaphore) plan.lookalike = {lock.token, lock.fence};
+      if (lock.key == plan.spec.keys.lock && !lock.semaphore && !plan.lookalike)
+        plan.lookalike = {lock.token, lock.fence};
     }
   }
   const char* shared = environment_variable("REDLOCK_TOKEN");

@@ -151,8 +151,6 @@ std::vector<std::string> words_after_dashes(const std::vector<std::string>& word
   return dashes == words.end() ? std::vector<std::string>{} : std::vector<std::string>(dashes + 1, words.end());
 }
 
-// Global options may come after the subcommand (`redlock status -S URL NAME --json`): they are moved
-// in front of it, up to a "--" (after which everything is run's command). The pointers are into WORDS.
 // "--prefix=" as "--prefix ''": an empty value, where CLI11 would take the next word for it. Only
 // redlock's own words, before a "--".
 Words empty_values_apart(const Words& words) {
@@ -170,6 +168,8 @@ Words empty_values_apart(const Words& words) {
   return out;
 }
 
+// Global options may come after the subcommand (`redlock status -S URL NAME --json`): they are moved
+// in front of it, up to a "--" (after which everything is run's command). The pointers are into WORDS.
 std::vector<char*> globals_first(Words& words) {
   std::vector<char*> front{words[0].data()};
   std::vector<char*> rest;
