@@ -144,10 +144,9 @@ void plan_token(AcquirePlan& plan, const std::string& token, const GlobalOptions
     return;
   }
   if (!same && token.empty() && plan.limit == 0 && !plan.spec.keys.reader) {
-    for (const auto& lock : locks) {
-      if (lock.key == plan.spec.keys.lock && !lock.semaphore && !plan.lookalike)
-        plan.lookalike = {lock.token, lock.fence};
-    }
+    auto alike = std::find_if(locks.begin(), locks.end(),
+                              [&](const EnclosingLock& l) { return l.key == plan.spec.keys.lock && !l.semaphore; });
+    if (alike != locks.end()) plan.lookalike = {alike->token, alike->fence};
   }
   const char* shared = environment_variable("REDLOCK_TOKEN");
   if (token.empty() && shared && *shared && faults::enabled(faults::Fault::InheritAnyToken))

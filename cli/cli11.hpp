@@ -11,18 +11,20 @@
 #include <istream>
 #include <ostream>
 
+// clang-format off
 namespace std _GLIBCXX_VISIBILITY(default) {
-  _GLIBCXX_BEGIN_NAMESPACE_VERSION
-  extern istream cin;
-  extern ostream cout;
-  extern ostream cerr;
-  extern ostream clog;
-  extern wistream wcin;
-  extern wostream wcout;
-  extern wostream wcerr;
-  extern wostream wclog;
-  _GLIBCXX_END_NAMESPACE_VERSION
-}  // namespace )
+_GLIBCXX_BEGIN_NAMESPACE_VERSION
+extern istream cin;
+extern ostream cout;
+extern ostream cerr;
+extern ostream clog;
+extern wistream wcin;
+extern wostream wcout;
+extern wostream wcerr;
+extern wostream wclog;
+_GLIBCXX_END_NAMESPACE_VERSION
+}  // namespace std
+// clang-format on
 #endif
 
 #include <CLI/CLI.hpp>
