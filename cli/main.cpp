@@ -117,22 +117,55 @@ int option_words(const CLI::App& app, std::string_view word) {
   return 1;
 }
 
+// The words after the first "--" that follows the command's word AT.
+std::vector<std::string> words_after_dashes(const std::vector<std::string>& words, std::size_t at) {
+  const auto dashes = std::find(words.begin() + static_cast<std::ptrdiff_t>(std::min(at, words.size())), words.end(),
+                                std::string("--"));
+  return dashes == words.end() ? std::vector<std::string>{} : std::vector<std::string>(dashes + 1, words.end());
+}
+
+// run's words as CLI11 is to read them, and CMD's.
+struct RunWords {
+  Words words;
+  Words command;
+};
+
+// An option of run that takes its value from the next word takes that word whatever it looks like,
+// as getopt does: "--owner --" is the owner "--", "-k -1" a kill-after of "-1". Glued to the option
+// ("--owner=--", "-k-1"), so that CLI11 reads it neither as an option nor as the end of options.
+void glue_value(Words& words, std::size_t option) {
+  std::string& w = words[option];
+  w += (w.starts_with("--") ? "=" : "") + words[option + 1];
+  words.erase(words.begin() + static_cast<std::ptrdiff_t>(option + 1));
+}
+
+// "-- NAME CMD" where NAME looks like an option ("-- -job CMD"): NAME stays after the "--", where
+// CLI11 takes it for NAME, and CMD is the words after it (after a second "--" too).
+RunWords dashed_name(Words words, std::size_t name) {
+  const std::size_t from = name + 1 < words.size() && words[name + 1] == "--" ? name + 2 : name + 1;
+  Words command(words.begin() + static_cast<std::ptrdiff_t>(std::min(from, words.size())), words.end());
+  words.resize(name + 1);
+  return {words, command};
+}
+
 // run's words are read as flock and timeout read theirs (getopt's "+" mode): options before and
 // after NAME, and from the first other word on, everything is CMD's. A "--" is put before that
 // word, so that no later step takes one of CMD's words for one of ours. A "--" before NAME ends
 // the options as getopt's does: the next word is NAME (moved before it), and CMD follows.
-std::vector<std::string> end_run_options(const CLI::App& run, std::vector<std::string> words, std::size_t at) {
+RunWords end_run_options(const CLI::App& run, Words words, std::size_t at) {
   bool named = false;
   for (std::size_t i = at + 1; i < words.size(); ++i) {
     const std::string& w = words[i];
     if (w == "--" && !named && i + 1 < words.size()) {
+      if (words[i + 1].size() > 1 && words[i + 1][0] == '-' && words[i + 1] != "--") return dashed_name(words, i + 1);
       std::swap(words[i], words[i + 1]);  // NAME --
       if (i + 2 < words.size() && words[i + 2] == "--") words.erase(words.begin() + static_cast<std::ptrdiff_t>(i + 2));
       break;
     }
     if (w == "--") break;
     if (w.size() > 1 && w[0] == '-') {
-      i += static_cast<std::size_t>(option_words(run, w) - 1);
+      if (option_words(run, w) == 2 && i + 1 < words.size() && words[i + 1].starts_with("-")) glue_value(words, i);
+      if (option_words(run, words[i]) == 2) ++i;
       continue;
     }
     if (named) {
@@ -141,14 +174,7 @@ std::vector<std::string> end_run_options(const CLI::App& run, std::vector<std::s
     }
     named = true;
   }
-  return words;
-}
-
-// The words after the first "--" that follows the command's word AT.
-std::vector<std::string> words_after_dashes(const std::vector<std::string>& words, std::size_t at) {
-  const auto dashes = std::find(words.begin() + static_cast<std::ptrdiff_t>(std::min(at, words.size())), words.end(),
-                                std::string("--"));
-  return dashes == words.end() ? std::vector<std::string>{} : std::vector<std::string>(dashes + 1, words.end());
+  return {words, words_after_dashes(words, at)};
 }
 
 // "--prefix=" as "--prefix ''": an empty value, where CLI11 would take the next word for it. Only
@@ -599,8 +625,9 @@ int main(int argc, char** argv) {
   if (is_command(word) && !wants_help(words)) global.only_named = &words;
   auto app = make_app(global, action, version_only ? nullptr : &word);
   if (word == "run" || word == "elect") {
-    words = end_run_options(*app->get_subcommand(word), words, command_index(words));
-    global.command_words = words_after_dashes(words, command_index(words));
+    RunWords run = end_run_options(*app->get_subcommand(word), words, command_index(words));
+    words = std::move(run.words);
+    global.command_words = std::move(run.command);
   }
   const bool json = wants_json(words);
   for (std::size_t i = 1; i < words.size() && words[i] != "--"; ++i) global.words.push_back(words[i]);

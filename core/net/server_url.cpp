@@ -173,6 +173,11 @@ void parse_host_port(std::string_view hostport, ServerUrl& url, const std::strin
       config_error("bad character in host of server URL '" + shown + "'");
     }
   }
+  // Nor does a name or a part of one begin with '-': "-S -x" (an option where a server was meant)
+  // would wait for ever for a host that cannot exist.
+  if (hostport.front() != '[' && (url.host.front() == '-' || url.host.find(".-") != std::string::npos)) {
+    config_error("bad host in server URL '" + shown + "' (a host name never begins with '-')");
+  }
   if (!port.empty()) url.port = parse_number(port, 1, 65535, "port", shown);
 }
 

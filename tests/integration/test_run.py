@@ -288,6 +288,37 @@ class CommandLine(RunTest):
         self.assertEqual(r.code, 64, r)
         self.assertEqual(r.stderr, "redlock: error: unexpected argument: --bogus (see redlock run --help)\n")
 
+    def test_an_options_value_is_the_next_word_whatever_it_looks_like(self):
+        # As getopt reads it: "--owner --" is the owner "--" (the second "--" ends the options),
+        # and "--owner -x" the owner "-x"; CMD was "--", not found (127).
+        status = [redlock_binary(), "--json", "status", "job"]
+        for args, owner in ((["--owner", "--", "--"], "--"), (["--owner", "--"], "--"), (["--owner", "-x"], "-x"),
+                            (["-w", "1s", "--owner", "--", "--"], "--")):
+            with self.subTest(args=args):
+                r = self.rl("run", "job", *args, *status)
+                self.assertEqual(r.code, 0, r)
+                self.assertEqual(json.loads(r.stdout)["owner"], owner, r)
+        r = self.rl("run", "job", "-k", "-1", "true")
+        self.assertEqual(r.code, 64, r)
+        self.assertIn("--kill-after: '-1' is negative", r.stderr)
+        # "-S -x": a server "-x", which no host name can be; it waited for ever to resolve it.
+        r = self.rl("run", "job", "-S", "-x", "true", timeout=10)
+        self.assertEqual(r.code, 78, r)
+        self.assertIn("bad host in server URL '-x'", r.stderr)
+        self.assertEqual(self.cluster.values("job"), [None] * 5)
+
+    def test_a_name_that_looks_like_an_option_comes_after_dashes(self):
+        # "-- NAME": the next word is NAME whatever it looks like; CMD follows (after another "--" too).
+        for args in (["--", "-job", "sh", "-c", 'echo "$REDLOCK_NAME:$1"', "sh", "x"],
+                     ["-n", "--", "-job", "--", "sh", "-c", 'echo "$REDLOCK_NAME:$1"', "sh", "x"]):
+            with self.subTest(args=args):
+                r = self.rl("run", *args)
+                self.assertEqual((r.code, r.stdout, r.stderr), (0, "-job:x\n", ""), r)
+        r = self.rl("run", "-n", "--", "-job")
+        self.assertEqual(r.code, 64, r)
+        self.assertIn("run needs a command", r.stderr)
+        self.assertEqual(self.cluster.values("-job"), [None] * 5)
+
 
 class Signals(RunTest):
     def start(self, *extra, cmd=None):

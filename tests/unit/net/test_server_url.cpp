@@ -204,6 +204,12 @@ TEST_CASE("server URLs: a scheme without its slashes is a malformed URL") {
     CHECK(message(bad).starts_with("bad character in host of server URL"));
   }
   CHECK(parse_server_url("my-host_1.example.com:7").host == "my-host_1.example.com");
+  // Nor does a host name, or a part of one, begin with '-' ("-S -x": an option where a server was meant).
+  for (const char* bad : {"-x", "-x:6379", "redis://-h:1", "a.-b:1", "sentinel://s:1,-t:2/m"}) {
+    CAPTURE(bad);
+    CHECK(message(bad).starts_with("bad host in server URL"));
+  }
+  CHECK(parse_server_url("a-b.c-d:1").host == "a-b.c-d");
   // What is missing is named, before anything that follows it.
   CHECK(message("redis:///0").find("missing host") == 0);
   // A database no server can have: negative, not a number, beyond any int.
