@@ -43,18 +43,49 @@ class Frozen(ClusterTest):
         wait_for(lambda: self.cluster.values("job") == [None] * 5, timeout=5, what="no key left")
 
     def test_run_releases_on_servers_it_does_not_wait_for_even_without_their_scripts(self):
-        # The command empties the script cache of two servers and freezes them: run's release waits
-        # for the other three only, and is gone before the frozen two could answer NOSCRIPT to a
-        # bare EVALSHA. Its release carries the script, so they drop the lock as soon as they wake.
+        # The command waits for the lock on every server (on a loaded host the slowest may still
+        # be taking it), then empties the script cache of two servers and freezes them: run's
+        # release waits for the other three only, and is gone before the frozen two could answer
+        # NOSCRIPT to a bare EVALSHA. Its release carries the script, so they drop the lock as
+        # soon as they wake.
         late = self.cluster.servers[3:]
-        child = "; ".join(["redis-cli -p %d SCRIPT FLUSH >/dev/null" % s.port for s in late] +
+        everywhere = " && ".join("[ \"$(redis-cli -p %d EXISTS job)\" = 1 ]" % s.port for s in self.cluster.servers)
+        child = "; ".join(["for i in $(seq 100); do { %s; } && break; sleep 0.05; done" % everywhere] +
+                          ["redis-cli -p %d SCRIPT FLUSH >/dev/null" % s.port for s in late] +
                           ["kill -STOP %s" % " ".join(str(s.proc.pid) for s in late)])
         r = self.rl("--timeout", "2s", "run", "-n", "job", "--ttl", "60s", "-c", child)
         for s in late:
             s.thaw()
         self.assertEqual(r.code, 0, r)
-        self.assertLess(r.elapsed, 1.5)
+        self.assertLess(r.elapsed, 1.5, r.stderr)
         wait_for(lambda: self.cluster.values("job") == [None] * 5, timeout=3, what="the lock gone everywhere")
+
+    def test_an_acquire_answered_noscript_after_its_release_went_out_is_not_sent_again(self):
+        # A server that lost its scripts is frozen while run takes the lock, so the acquire's
+        # EVALSHA waits in its socket; the release follows it there (with its script). When the
+        # server wakes it answers NOSCRIPT, then runs the release (nothing to delete). An acquire
+        # sent again then would run after the release: a lock left that nobody holds, for its TTL.
+        # Two more servers frozen keep run waiting for its release's outcome while this happens.
+        slow, late = self.cluster.servers[2], self.cluster.servers[3:]
+        with slow.client() as c:
+            c.call("SCRIPT", "FLUSH")
+        slow.freeze()
+        marker = os.path.join(self.scratch_dir(), "frozen")
+        child = "kill -STOP %s; touch %s" % (" ".join(str(s.proc.pid) for s in late), marker)
+        p = spawn(["--timeout", "2s", "run", "-n", "job", "--ttl", "60s", "-c", child], servers=self.cluster,
+                  stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            wait_for(lambda: os.path.exists(marker), timeout=5, what="the command done")
+            time.sleep(0.3)  # the release sent meanwhile
+        finally:
+            slow.thaw()
+        out, err = p.communicate(timeout=10)
+        for s in late:
+            s.thaw()
+        self.assertEqual(p.returncode, 0, err)
+        wait_for(lambda: self.cluster.values("job") == [None] * 5, timeout=3, what="the lock gone everywhere")
+        time.sleep(0.2)  # an acquire sent again would come after
+        self.assertEqual(self.cluster.values("job"), [None] * 5)
 
     def test_acquire_that_cannot_keep_its_lock_gives_it_back_without_waiting_out_the_frozen(self):
         # The token file cannot be written: the lock goes back, and the exit waits for a quorum's
