@@ -265,7 +265,7 @@ AcquirePlan plan_acquire(const AcquireOptions& o, const GlobalOptions& global) {
   if (nonblock && wait) {
     const std::span<const OptionRow<A>> rows(kAcquireOptions);
     const bool nonblock_wins = beats(global, placed(*find_row(rows, "--nonblock")), placed(*find_row(rows, "--wait")),
-                                     "-n/--nonblock and -w/--wait exclude each other");
+                                     "--nonblock and --wait exclude each other");
     (nonblock_wins ? wait : nonblock) = false;
   }
   plan.wait.wait = !nonblock;
@@ -331,6 +331,11 @@ std::optional<StatusResult> reentry_status(Redlock& redlock, AcquirePlan& plan) 
   if (plan.reentry == AcquirePlan::Reentry::No) return lookalike_status(redlock, plan);
   if (plan.spec.keys.reader) {
     StatusResult s = reader_status(redlock, plan.spec.keys, plan.spec.token);
+    // A reader inside the run that holds the lock alone: that lock covers it.
+    if (!s.no_quorum && s.state != LockState::Held) {
+      StatusResult alone = redlock.status(derive_keys(plan.spec.keys.lock));
+      if (alone.no_quorum || (alone.state == LockState::Held && alone.token == plan.spec.token)) s = alone;
+    }
     if (s.no_quorum || s.state == LockState::Held || plan.reentry != AcquirePlan::Reentry::IfHeld) return s;
     return std::nullopt;
   }
@@ -344,6 +349,11 @@ std::optional<StatusResult> reentry_status(Redlock& redlock, AcquirePlan& plan) 
   if (s.no_quorum) return s;
   bool held = s.state == LockState::Held && s.token == plan.spec.token && (plan.limit == 0 || plan.slot);
   if (held) return s;
+  // Alone inside the run that holds it as a reader: not re-entered, since other readers may hold
+  // it too, nor waited for, since that run's own reading would keep it waiting.
+  if (plan.limit == 0 && s.token == kSharedMarker &&
+      reader_status(redlock, derive_reader_keys(plan.spec.keys.lock), plan.spec.token).state == LockState::Held)
+    plan.inside_readers = true;
   if (plan.reentry == AcquirePlan::Reentry::IfHeld) return std::nullopt;
   s.state = LockState::Partial;
   return s;
@@ -354,8 +364,10 @@ std::optional<std::int64_t> reentry_fence(const AcquirePlan& plan) {
   return plan.enclosing_fence;
 }
 
-const char* reentry_refusal(const StatusResult& s) {
-  return s.no_quorum ? "no quorum to check the enclosing run's lock" : "the enclosing run no longer holds the lock";
+const char* reentry_refusal(const StatusResult& s, const AcquirePlan& plan) {
+  if (s.no_quorum) return "no quorum to check the enclosing run's lock";
+  if (plan.inside_readers) return "the enclosing run holds it shared: it cannot be taken alone inside that run";
+  return "the enclosing run no longer holds the lock";
 }
 
 void say_busy(const GlobalOptions& global, const std::string& name, const AcquireResult& r) {
@@ -406,16 +418,16 @@ int answer_reentry(const AcquireOptions& o, const GlobalOptions& global, const A
   if (held) write_token_file(o.token_file, plan.spec.token);
   if (global.json) {
     json_reentry(j, plan, s);
-    if (s.no_quorum) no_quorum(&j, o.name, reentry_refusal(s));
+    if (s.no_quorum) no_quorum(&j, o.name, reentry_refusal(s, plan));
     print_json(j);
   } else if (held) {
     print_line(plan.spec.token);
   } else if (s.no_quorum) {
-    no_quorum(nullptr, o.name, reentry_refusal(s));
+    no_quorum(nullptr, o.name, reentry_refusal(s, plan));
   }
   if (held) return exit_code::kOk;
   if (s.no_quorum) return exit_code::kNoQuorum;
-  say(global, o.name, reentry_refusal(s));
+  say(global, o.name, reentry_refusal(s, plan));
   return o.conflict_exit_code;
 }
 

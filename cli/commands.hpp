@@ -49,6 +49,8 @@ struct AcquirePlan {
   // "$REDLOCK_TOKEN"): re-entered when held with it, else taken.
   enum class Reentry { No, Enclosing, IfHeld };
   Reentry reentry = Reentry::No;
+  // Set by reentry_status: the enclosing run holds this NAME shared, and this lock is wanted alone.
+  bool inside_readers = false;
   std::optional<std::int64_t> enclosing_fence;  // the enclosing run's fence, when Enclosing
   // An enclosing run's lock of the same key on servers named otherwise ("localhost" for
   // "127.0.0.1"): re-entered (Enclosing) when these servers hold its token, else a lock of its own.
@@ -90,7 +92,7 @@ std::optional<StatusResult> reentry_status(Redlock& redlock, AcquirePlan& plan);
 // given an enclosing run's token (the highest counter on the servers may be above it).
 std::optional<std::int64_t> reentry_fence(const AcquirePlan& plan);
 // Why a re-entry that REENTRY_STATUS did not find held is refused, for a one-line message.
-const char* reentry_refusal(const StatusResult& s);
+const char* reentry_refusal(const StatusResult& s, const AcquirePlan& plan);
 
 // --limit K (REDLOCK_LIMIT): the lock is a semaphore of K slots. One row, in the table of every
 // command that takes it.

@@ -167,16 +167,26 @@ int observe(const ElectOptions& o, const GlobalOptions& global) {
   return exit_code::signaled(signals.first_caught(kStop));
 }
 
+// Whether to observe: --observe and a command exclude each other, and the one given nearer wins
+// (a flag over the environment), as -n does over REDLOCK_WAIT. CMD's words are on the command line.
+bool observes(const ElectOptions& o, const GlobalOptions& global) {
+  const bool words = command_words_given(o.run, global);
+  if (!o.observe || (!words && o.run.command.empty())) return o.observe;
+  const Placed observe = placed(*find_row(std::span<const OptionRow<El>>(kElectOptions), "--observe"));
+  if (words) {
+    if (place(global, observe) == kOnCommandLine) usage_error("--observe takes no command: it only watches who leads");
+    return false;
+  }
+  return beats(global, observe, command_option(), "--observe and --command exclude each other");
+}
+
 int run_elect(const ElectOptions& o, const GlobalOptions& global) {
   // A leader is alone: readers, or the holders of a semaphore's slots, would all lead at once.
   if (o.run.acquire.shared) usage_error("elect takes no --shared: a leader holds the lock alone");
   if (o.run.acquire.limit > 0) usage_error("elect takes no --limit: a leader holds the lock alone");
-  const bool command = !o.run.argv.empty() || !o.run.command.empty();
-  if (o.observe) {
-    if (command) usage_error("--observe takes no command: it only watches who leads");
-    return observe(o, global);
-  }
-  if (!command) usage_error("elect needs a command: -- CMD [ARG...] or -c 'SHELL COMMAND' (or --observe)");
+  if (observes(o, global)) return observe(o, global);
+  if (!command_words_given(o.run, global) && o.run.command.empty())
+    usage_error("elect needs a command: -- CMD [ARG...] or -c 'SHELL COMMAND' (or --observe)");
   bool once = o.once;
   if (once && o.max_terms > 0) {
     const std::span<const OptionRow<El>> rows(kElectOptions);

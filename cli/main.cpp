@@ -157,7 +157,7 @@ RunWords end_run_options(const CLI::App& run, Words words, std::size_t at) {
   for (std::size_t i = at + 1; i < words.size(); ++i) {
     const std::string& w = words[i];
     if (w == "--" && !named && i + 1 < words.size()) {
-      if (words[i + 1].size() > 1 && words[i + 1][0] == '-' && words[i + 1] != "--") return dashed_name(words, i + 1);
+      if (words[i + 1].size() > 1 && words[i + 1][0] == '-') return dashed_name(words, i + 1);
       std::swap(words[i], words[i + 1]);  // NAME --
       if (i + 2 < words.size() && words[i + 2] == "--") words.erase(words.begin() + static_cast<std::ptrdiff_t>(i + 2));
       break;
@@ -177,14 +177,31 @@ RunWords end_run_options(const CLI::App& run, Words words, std::size_t at) {
   return {words, words_after_dashes(words, at)};
 }
 
+// What a flag's value may be, for a message about one that is none.
+constexpr std::string_view kFlagValues = " (a flag is 1, true, yes or on, or 0, false, no or off)";
+
+// The first flag of APP's given an empty value ("--json="), which CLI11 would take for "on";
+// empty when there is none. Only redlock's own words, before a "--".
+std::string empty_flag_value(const CLI::App& app, const Words& words) {
+  for (std::size_t i = 1; i < words.size() && words[i] != "--"; ++i) {
+    const std::string& w = words[i];
+    if (w.size() > 3 && w.starts_with("--") && w.find('=') == w.size() - 1 &&
+        option_kind(app, std::string_view(w).substr(0, w.size() - 1)) == OptionKind::Flag)
+      return w.substr(0, w.size() - 1);
+  }
+  return {};
+}
+
 // "--prefix=" as "--prefix ''": an empty value, where CLI11 would take the next word for it. Only
-// redlock's own words, before a "--".
-Words empty_values_apart(const Words& words) {
+// redlock's own words, before a "--", and only options of APP's that take a value: a flag's
+// "--json=" stays, to be refused as the value it is.
+Words empty_values_apart(const CLI::App& app, const Words& words) {
   Words out;
   bool options = true;
   for (const std::string& w : words) {
     options = options && w != "--";
-    if (options && w.size() > 3 && w.starts_with("--") && w.find('=') == w.size() - 1) {
+    if (options && w.size() > 3 && w.starts_with("--") && w.find('=') == w.size() - 1 &&
+        option_kind(app, std::string_view(w).substr(0, w.size() - 1)) == OptionKind::WithValue) {
       out.push_back(w.substr(0, w.size() - 1));
       out.emplace_back();
     } else {
@@ -478,7 +495,7 @@ std::string conversion_message(const CLI::App& app, const std::string& message) 
   if (message.compare(0, kPrefix.size(), kPrefix) != 0 || eq == std::string::npos) return range_message(message);
   const std::string option = message.substr(kPrefix.size(), eq - kPrefix.size());
   std::string text = option + ": '" + message.substr(eq + 3) + "' is not a valid value";
-  if (option_kind(app, option) == OptionKind::Flag) text += " (a flag is 1, true, yes or on, or 0, false, no or off)";
+  if (option_kind(app, option) == OptionKind::Flag) text += kFlagValues;
   return text;
 }
 
@@ -631,7 +648,13 @@ int main(int argc, char** argv) {
   }
   const bool json = wants_json(words);
   for (std::size_t i = 1; i < words.size() && words[i] != "--"; ++i) global.words.push_back(words[i]);
-  Words parsed = empty_values_apart(words);
+  const CLI::App& scope = is_command(word) ? *app->get_subcommand(word) : *app;
+  if (const std::string flag = empty_flag_value(scope, words); !flag.empty()) {
+    return fail(json, is_command(word) ? word : "", exit_code::kUsage,
+                flag + ": '' is not a valid value" + std::string(kFlagValues) + " (see redlock " +
+                    (is_command(word) ? word + " " : "") + "--help)");
+  }
+  Words parsed = empty_values_apart(scope, words);
   std::vector<char*> args = globals_first(parsed);
   if (auto status = parse(app, global, action, words, args, json)) return *status;
   return run_command(*app, action, global);

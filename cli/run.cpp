@@ -559,11 +559,11 @@ class Runner {
     report_["fence"] = s.state == LockState::Held && fence ? Json(*fence) : Json(nullptr);
     json_slot(report_, plan_.acquire);
     if (s.no_quorum) {
-      no_quorum(&report_, o_.acquire.name, reentry_refusal(s));
+      no_quorum(&report_, o_.acquire.name, reentry_refusal(s, plan_.acquire));
       return finish("no_quorum", exit_code::kNoQuorum);
     }
     if (s.state != LockState::Held) {
-      report_error(nullptr, o_.lost_exit_code, printable(o_.acquire.name) + ": " + reentry_refusal(s));
+      report_error(nullptr, o_.lost_exit_code, printable(o_.acquire.name) + ": " + reentry_refusal(s, plan_.acquire));
       return finish("lost", o_.lost_exit_code);
     }
     write_token_file(o_.acquire.token_file, plan_.acquire.spec.token);
@@ -713,6 +713,14 @@ void add_run_options(Subcommand& command, RunOptions& options, const GlobalOptio
   command.arguments("CMD", options.argv,
                     "the command and its arguments: from the first word after NAME that is no option (or after --)");
   command.rows(options, std::span<const OptionRow<R>>(kRunOptions), global);
+}
+
+Placed command_option() {
+  return placed(*find_row(std::span<const OptionRow<R>>(kRunOptions), "--command"));
+}
+
+bool command_words_given(const RunOptions& o, const GlobalOptions& global) {
+  return !o.argv.empty() || !global.command_words.empty();
 }
 
 bool kill_after_given(const Subcommand& command) {

@@ -50,6 +50,10 @@ void add_run_options(Subcommand& command, RunOptions& options, const GlobalOptio
 // Whether COMMAND's --kill-after was given, on the command line or in its variable: only then is a
 // --kill-after cut to the TTL worth a warning.
 bool kill_after_given(const Subcommand& command);
+// -c/--command and its variable, as option_table rows place them (see beats).
+Placed command_option();
+// Whether CMD was given as words (always on the command line), not as -c STR.
+bool command_words_given(const RunOptions& o, const GlobalOptions& global);
 
 // The signals `run` catches until its report is written (those its caller does not ignore):
 // forwarded to the command, TERM, INT and HUP stop a wait for the lock, TSTP stops the command too.

@@ -411,7 +411,10 @@ class ErrorsNameWhatWasWrong(unittest.TestCase):
         for bundle in ("-nw5s", "-nwJUNK", "-qnw1s", "-vnE3"):
             with self.subTest(bundle=bundle):
                 message = self.error(["acquire", "x", bundle] if "w" in bundle else ["acquire", "x", bundle, "-w1s"])
-                self.assertIn("-n/--nonblock and -w/--wait exclude each other", message)
+                self.assertIn("--nonblock and --wait exclude each other", message)
+        # From the environment, the variables are named.
+        self.assertIn("REDLOCK_NONBLOCK and REDLOCK_WAIT exclude each other",
+                      self.error(["acquire", "x"], env={"REDLOCK_NONBLOCK": "1", "REDLOCK_WAIT": "1s"}))
 
     def test_an_empty_value_after_an_equals_sign_is_the_value(self):
         # Not the next word taken for it (CLI11's reading), which left "a command is required".

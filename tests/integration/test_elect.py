@@ -256,6 +256,19 @@ class Elect(ClusterTest):
             self.assertEqual((r.code, r.out), (64, b""), (args, r))
             self.assertTrue(r.stderr.startswith("redlock: error: ") and r.stderr.count("\n") == 1, r)
             self.assertIn(says, r.stderr)
+        # Both from the environment: the variables are named.
+        r = self.rl("elect", "svc", env={"REDLOCK_OBSERVE": "1", "REDLOCK_COMMAND": "true"})
+        self.assertEqual(r.code, 64, r)
+        self.assertIn("REDLOCK_OBSERVE and REDLOCK_COMMAND exclude each other", r.stderr)
+        # A command on the command line beats REDLOCK_OBSERVE; --observe beats REDLOCK_COMMAND.
+        for args in (["-c", "echo led"], ["--", "echo", "led"]):
+            r = self.rl("elect", "svc", "--once", *args, env={"REDLOCK_OBSERVE": "1"})
+            self.assertEqual((r.code, r.stdout), (0, "led\n"), r)
+        p = spawn(["elect", "svc", "--observe"], servers=self.cluster, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                  env={"REDLOCK_COMMAND": "echo led"})
+        self.addCleanup(self.stop, p)
+        time.sleep(0.5)
+        self.assertIsNone(p.poll(), "--observe with REDLOCK_COMMAND set ended: %s" % self.stop(p))
         # The environment gives way to a flag: REDLOCK_ONCE with --max-terms on the command line.
         r = self.rl("elect", "svc", "--max-terms", "2", "--retry-delay", "10ms", "--", "true",
                     env={"REDLOCK_ONCE": "1"})

@@ -318,6 +318,26 @@ class CommandLine(RunTest):
         self.assertEqual(r.code, 64, r)
         self.assertIn("run needs a command", r.stderr)
         self.assertEqual(self.cluster.values("-job"), [None] * 5)
+        # elect reads them the same way; and a NAME "--" is a NAME too.
+        for args in (["elect", "--once", "--", "-job", "sh", "-c", 'echo "$REDLOCK_NAME"'],
+                     ["elect", "--once", "--", "-job", "--", "sh", "-c", 'echo "$REDLOCK_NAME"'],
+                     ["run", "--", "--", "sh", "-c", 'echo "$REDLOCK_NAME"']):
+            with self.subTest(args=args):
+                r = self.rl(*args)
+                name = "--" if args[0] == "run" else "-job"
+                self.assertEqual((r.code, r.stdout), (0, name + "\n"), r)
+
+    def test_a_flag_given_an_empty_value_is_refused_by_name(self):
+        # "--json=" is no value a flag can have; the words after it were blamed, or it was taken for "on".
+        for args, flag in ((["run", "job", "--json=", "echo", "hi"], "--json"),
+                           (["--json=", "run", "job", "echo", "hi"], "--json"),
+                           (["run", "job", "--nonblock=", "--", "echo", "hi"], "--nonblock"),
+                           (["elect", "job", "--once=", "echo", "hi"], "--once")):
+            with self.subTest(args=args):
+                r = self.rl(*args)
+                self.assertEqual((r.code, r.stdout), (64, ""), r)
+                self.assertTrue(r.stderr.startswith("redlock: error: %s: '' is not a valid value (a flag is 1" % flag), r)
+        self.assertEqual(self.cluster.values("job"), [None] * 5)
 
 
 class Signals(RunTest):

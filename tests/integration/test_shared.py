@@ -226,6 +226,24 @@ class Shared(ClusterTest):
         self.assertEqual(r.code, 0, r)
         self.assertEqual(r.stdout.split(), [str(fence), "nested"])
 
+    def test_a_reader_inside_the_run_that_holds_the_lock_alone_re_enters(self):
+        # The lock held alone covers a reader: re-entered, not refused as lost (79).
+        r = self.rl("run", "-n", "data", "-c",
+                    '"$RL" run -n --shared data -- echo inner; "$RL" acquire -n --shared data >/dev/null && echo acquired',
+                    env={"RL": redlock_binary()}, timeout=20)
+        self.assertEqual((r.code, r.stdout.split(), r.stderr), (0, ["inner", "acquired"], ""), r)
+        self.assertEqual(self.cluster.values("data"), [None] * self.N)
+
+    def test_the_lock_alone_inside_the_run_that_reads_it_is_refused_with_why(self):
+        # Other readers may hold it too: not re-entered; waiting would be waiting for itself.
+        r = self.rl("run", "-n", "--shared", "data", "-c",
+                    '"$RL" run -n data -- echo inner; echo "run $?"; "$RL" acquire -n data; echo "acquire $?"',
+                    env={"RL": redlock_binary()}, timeout=20)
+        self.assertEqual((r.code, r.stdout.split("\n")[:2]), (0, ["run 79", "acquire 75"]), r)
+        self.assertEqual(r.stderr.count("the enclosing run holds it shared: it cannot be taken alone inside that run"),
+                         2, r)
+        self.assertEqual(self.cluster.values("data"), [None] * self.N)
+
 
 class RedisPyExclusion(ClusterTest):
     """redis-py's Lock on every server (as a Redlock client takes it) and our readers exclude each other."""
