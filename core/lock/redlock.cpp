@@ -1283,10 +1283,12 @@ ReleaseResult Redlock::check_forced(const LockKeys& keys) {
 }
 
 ReleaseResult Redlock::release(const LockKeys& keys, const std::string& token, bool force, ReleaseWait wait) {
+  Duration checking{};  // the check's time is the command's too (a frozen server's --timeout)
   if (force && !keys.reader) {
     // Whatever is not a lock on any server that answers is refused before anything is deleted.
     ReleaseResult checked = check_forced(keys);
     if (checked.not_a_lock) return checked;
+    checking = checked.elapsed;
   }
   Round round(network_, [&](std::size_t i) {
     Request r = release_request(keys, token, force || faults::enabled(faults::Fault::ReleaseAny), "released", i);
@@ -1303,7 +1305,9 @@ ReleaseResult Redlock::release(const LockKeys& keys, const std::string& token, b
       },
       kNever);
   check_duplicates(round.results());
-  return release_result(network_, round, force);
+  ReleaseResult res = release_result(network_, round, force);
+  res.elapsed += checking;
+  return res;
 }
 
 StatusResult Redlock::status(const LockKeys& keys) {

@@ -85,6 +85,19 @@ std::optional<std::string> usual_owner(const std::vector<std::optional<std::stri
   return parse_owner_record(most->first).owner;
 }
 
+// Each server's report over every slot: a failure where one failed, else released where a slot was
+// deleted, else what the last slot found. DELETED_ON counts the servers where a slot was deleted.
+void merge_reports(std::vector<ServerReport>& into, const std::vector<ServerReport>& slot,
+                   std::vector<bool>& deleted_on) {
+  if (into.empty()) into = slot;
+  deleted_on.resize(slot.size(), false);
+  for (std::size_t i = 0; i < slot.size() && i < into.size(); ++i) {
+    deleted_on[i] = deleted_on[i] || slot[i].result == Answer::Released;
+    if (into[i].result == Answer::Failed) continue;
+    if (slot[i].result == Answer::Failed || into[i].result != Answer::Released) into[i] = slot[i];
+  }
+}
+
 }  // namespace
 
 std::string limit_conflict(const std::string& key, const std::optional<std::string>& stored, std::size_t limit) {
@@ -214,17 +227,18 @@ ReleaseResult Semaphore::force_release() {
   const SemaphoreKeys keys = derive_semaphore_keys(keys_.key, std::max(stored, limit()));
   ReleaseResult all;
   all.released = true;
+  std::vector<bool> deleted_on;  // the servers where some slot was deleted
   for (const auto& slot : keys.slots) {
     ReleaseResult r = redlock_.release(slot, "", true);
-    all.deleted += r.deleted;
     all.elapsed += r.elapsed;
     all.released = all.released && r.released;
     all.no_quorum = all.no_quorum || r.no_quorum;
     all.not_a_lock = all.not_a_lock || r.not_a_lock;
     all.tally = r.tally;
-    all.servers = r.servers;
+    merge_reports(all.servers, r.servers, deleted_on);
     if (!r.released && all.message.empty()) all.message = slot.lock + ": " + r.message;
   }
+  all.deleted = static_cast<std::size_t>(std::count(deleted_on.begin(), deleted_on.end(), true));
   // The limit goes only once every slot is free: it then may change.
   if (!all.released) return all;
   Round round(network_, [&](std::size_t) { return Request::command({"DEL", keys_.limit}); });

@@ -29,6 +29,18 @@ class Frozen(ClusterTest):
         self.assertEqual(rel.code, 0, rel)
         self.assertLess(time.monotonic() - start, 1.0)
 
+    def test_a_forced_release_counts_the_time_its_check_waited(self):
+        # --force reads every server before it deletes: a frozen one costs that read --timeout,
+        # which elapsed_ms counts (it gave the delete round's 0.2ms).
+        self.assertEqual(self.rl("acquire", "job").code, 0)
+        self.cluster.servers[1].freeze()
+        try:
+            j = self.rl("--timeout", "300ms", "--json", "release", "--force", "job").json()
+        finally:
+            self.cluster.servers[1].thaw()
+        self.assertTrue(j["released"], j)
+        self.assertGreaterEqual(j["elapsed_ms"], 250, j)
+
     def test_run_does_not_wait_out_the_frozen_servers_release(self):
         # run reports only whether a quorum released; the frozen ones have their release queued
         # behind their acquire and run both, in that order, when they wake.

@@ -92,6 +92,20 @@ class Semaphore(ClusterTest):
         j = self.rl("--json", "release", "--force", "jobs").json()
         self.assertEqual((j["released"], j["deleted"]), (True, 0))
 
+    def test_a_forced_release_counts_servers_not_slots(self):
+        # Two of three slots held: deleted on each of the 3 servers (it said 6 of 3), and each
+        # server's report says released, whichever slot was the last one looked at.
+        for _ in range(2):
+            self.assertEqual(self.rl("acquire", "--limit", "3", "--ttl", "60s", "jobs").code, 0)
+        j = self.rl("--json", "release", "--force", "--limit", "3", "jobs").json()
+        self.assertEqual((j["released"], j["deleted"]), (True, self.N), j)
+        self.assertEqual([s["result"] for s in j["servers"]], ["released"] * self.N, j)
+        for _ in range(2):
+            self.assertEqual(self.rl("acquire", "--limit", "3", "--ttl", "60s", "jobs").code, 0)
+        r = self.rl("-v", "release", "--force", "--limit", "3", "jobs")
+        self.assertEqual(r.code, 0, r)
+        self.assertIn("deleted on 3 of 3 servers", r.stderr)
+
     def test_a_crashed_holders_slot_frees_after_its_ttl(self):
         # acquire returns at once and nobody releases: as a holder that crashed.
         for _ in range(2):
