@@ -103,11 +103,12 @@ class Reading(ConfigTest):
                 r = self.run_with(["--json", "acquire", "job"], env=dict(env, **in_env))
                 self.assertEqual((r.code, r.json()["reason"]), (75, "timeout" if waited else "busy"), r)
                 self.assertLess(time.monotonic() - started, 2.5)
-        # Both in one place: neither beats the other.
+        # Both in one place: neither beats the other, and a file's is a configuration error (78)
+        # that names the variables and their lines.
         self.write("REDLOCK_WAIT=3s\nREDLOCK_NONBLOCK=1\n")
         r = self.run_with(["acquire", "job"], env=env)
-        self.assertEqual(r.code, 64, r)
-        self.assertIn("exclude each other", r.stderr)
+        self.assertEqual(r.code, 78, r)
+        self.assertRegex(r.stderr, r"REDLOCK_NONBLOCK \(.*config:2\) and REDLOCK_WAIT \(.*config:1\) exclude each other")
         self.assertEqual(self.rl("release", "job", "--token", token).code, 0)
 
     def test_a_mode_on_the_command_line_beats_another_from_the_environment(self):
