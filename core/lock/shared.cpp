@@ -70,6 +70,7 @@ SharedStatus Shared::status() {
     ServerReport rep;
     rep.server = network.describe(i);
     rep.role = network.role(i);
+    rep.resolved = network.resolved(i);
     if (r) rep.latency = r->latency;
     if (readings[i]) {
       ++res.tally.yes;

@@ -187,6 +187,8 @@ class Shared(ClusterTest):
         self.assertEqual((s["mode"], s["state"], s["writer"], s["writers_waiting"]), ("shared", "held", None, 0))
         self.assertEqual([s[k] for k in ("token", "ttl_ms", "owner", "since", "queue")], [None] * 4 + [[]], s)
         self.assertEqual([x["owner"] for x in s["readers"]], ["backup"])
+        # Each server that answered says which address did, as a mutex's status does.
+        self.assertEqual([x["resolved"] for x in s["servers"]], ["127.0.0.1:%d" % v.port for v in self.cluster.servers])
         self.assertEqual(self.rl("release", "--shared", "--token", r.json()["token"], "data").code, 0)
         writer = self.rl("--json", "acquire", "--owner", "maintenance", "data").json()
         s = self.rl("--json", "status", "--shared", "data").json()
