@@ -164,8 +164,14 @@ RunWords end_run_options(const CLI::App& run, Words words, std::size_t at) {
     }
     if (w == "--") break;
     if (w.size() > 1 && w[0] == '-') {
-      if (option_words(run, w) == 2 && i + 1 < words.size() && words[i + 1].starts_with("-")) glue_value(words, i);
-      if (option_words(run, words[i]) == 2) ++i;
+      // A value that looks like an option is glued to it; any other is the next word, skipped.
+      if (option_words(run, w) == 2 && i + 1 < words.size()) {
+        if (words[i + 1].starts_with("-")) {
+          glue_value(words, i);
+        } else {
+          ++i;
+        }
+      }
       continue;
     }
     if (named) {
@@ -180,14 +186,21 @@ RunWords end_run_options(const CLI::App& run, Words words, std::size_t at) {
 // What a flag's value may be, for a message about one that is none.
 constexpr std::string_view kFlagValues = " (a flag is 1, true, yes or on, or 0, false, no or off)";
 
+// What option WORD gives an empty value to, and its kind to APP: "--prefix" of "--prefix=";
+// Unknown for any other word.
+std::pair<std::string_view, OptionKind> emptied(const CLI::App& app, std::string_view word) {
+  if (word.size() <= 3 || !word.starts_with("--") || word.find('=') != word.size() - 1)
+    return {{}, OptionKind::Unknown};
+  const std::string_view name = word.substr(0, word.size() - 1);
+  return {name, option_kind(app, name)};
+}
+
 // The first flag of APP's given an empty value ("--json="), which CLI11 would take for "on";
 // empty when there is none. Only redlock's own words, before a "--".
 std::string empty_flag_value(const CLI::App& app, const Words& words) {
   for (std::size_t i = 1; i < words.size() && words[i] != "--"; ++i) {
-    const std::string& w = words[i];
-    if (w.size() > 3 && w.starts_with("--") && w.find('=') == w.size() - 1 &&
-        option_kind(app, std::string_view(w).substr(0, w.size() - 1)) == OptionKind::Flag)
-      return w.substr(0, w.size() - 1);
+    const auto [name, kind] = emptied(app, words[i]);
+    if (kind == OptionKind::Flag) return std::string(name);
   }
   return {};
 }
@@ -200,13 +213,9 @@ Words empty_values_apart(const CLI::App& app, const Words& words) {
   bool options = true;
   for (const std::string& w : words) {
     options = options && w != "--";
-    if (options && w.size() > 3 && w.starts_with("--") && w.find('=') == w.size() - 1 &&
-        option_kind(app, std::string_view(w).substr(0, w.size() - 1)) == OptionKind::WithValue) {
-      out.push_back(w.substr(0, w.size() - 1));
-      out.emplace_back();
-    } else {
-      out.push_back(w);
-    }
+    const auto [name, kind] = options ? emptied(app, w) : std::pair{std::string_view(), OptionKind::Unknown};
+    out.push_back(kind == OptionKind::WithValue ? std::string(name) : w);
+    if (kind == OptionKind::WithValue) out.emplace_back();
   }
   return out;
 }
@@ -499,12 +508,17 @@ std::string conversion_message(const CLI::App& app, const std::string& message) 
   return text;
 }
 
+// Where a usage error of COMMAND (none: of redlock itself) points: " (see redlock CMD --help)".
+std::string see_help(const std::string& command) {
+  return " (see redlock " + (command.empty() ? "" : command + " ") + "--help)";
+}
+
 // The one line of a command line CLI11 could not read, and its status (64).
 int parse_failed(const CLI::App& app, const CLI::ParseError& e, const Words& words, const GlobalOptions& global,
                  bool json) {
   const auto subs = app.get_subcommands();
   const std::string command = subs.empty() ? "" : subs.front()->get_name();
-  const std::string see = " (see redlock " + (command.empty() ? "" : command + " ") + "--help)";
+  const std::string see = see_help(command);
   if (auto misplaced = misplaced_option(words); !misplaced.empty())
     return fail(json, command, exit_code::kUsage, misplaced);
   const std::string word = first_word(words);
@@ -650,9 +664,9 @@ int main(int argc, char** argv) {
   for (std::size_t i = 1; i < words.size() && words[i] != "--"; ++i) global.words.push_back(words[i]);
   const CLI::App& scope = is_command(word) ? *app->get_subcommand(word) : *app;
   if (const std::string flag = empty_flag_value(scope, words); !flag.empty()) {
-    return fail(json, is_command(word) ? word : "", exit_code::kUsage,
-                flag + ": '' is not a valid value" + std::string(kFlagValues) + " (see redlock " +
-                    (is_command(word) ? word + " " : "") + "--help)");
+    const std::string command = is_command(word) ? word : "";
+    return fail(json, command, exit_code::kUsage,
+                flag + ": '' is not a valid value" + std::string(kFlagValues) + see_help(command));
   }
   Words parsed = empty_values_apart(scope, words);
   std::vector<char*> args = globals_first(parsed);
