@@ -7,7 +7,7 @@ namespace redlock::faults {
 #ifdef REDLOCK_FAULTS
 namespace {
 
-constexpr std::array<std::pair<Fault, std::string_view>, 9> kNames{{
+constexpr std::array<std::pair<Fault, std::string_view>, 10> kNames{{
     {Fault::ReleaseAny, "release-any"},
     {Fault::NoValidity, "no-validity"},
     {Fault::HalfQuorum, "half-quorum"},
@@ -17,6 +17,7 @@ constexpr std::array<std::pair<Fault, std::string_view>, 9> kNames{{
     {Fault::SharedIgnoresWriter, "shared-ignores-writer"},
     {Fault::FairIgnoresQueue, "fair-ignores-queue"},
     {Fault::GrantKeepsShortExpiry, "grant-keeps-short-expiry"},
+    {Fault::NoQuorumAtOnce, "no-quorum-at-once"},
 }};
 
 std::array<bool, kNames.size()> g_on{};

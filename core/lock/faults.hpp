@@ -17,6 +17,8 @@
 //                 and still reports the hand-off fair: newcomers take a free lock ahead of the queue
 //   grant-keeps-short-expiry  a waiter a release handed the lock to keeps the release's short
 //                 expiry, but counts its validity from its own TTL (see grant.hpp)
+//   no-quorum-at-once  a wait gives up (69) at its first attempt short of a quorum instead of
+//                 waiting the servers out
 // Only faults.cpp differs between the two binaries: in the real one, choose() does nothing and
 // enabled() is always false, whatever the environment says.
 #pragma once
@@ -34,7 +36,8 @@ enum class Fault {
   SemaphoreMajority,
   SharedIgnoresWriter,
   FairIgnoresQueue,
-  GrantKeepsShortExpiry
+  GrantKeepsShortExpiry,
+  NoQuorumAtOnce
 };
 
 // The faults named in NAMES (comma-separated; unknown names are ignored) are on from now on.

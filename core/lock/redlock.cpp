@@ -1089,7 +1089,8 @@ AcquireResult Redlock::acquire_with(const std::string& channel, Duration ttl, co
     if (res.queue_full) return res;
     // While a wait lasts, no quorum is "not yet": servers restarting or frozen for a moment are
     // waited out like a holder. The wait ends with 69 only when its last attempt had no quorum.
-    const bool short_of_quorum = res.outcome == AcquireOutcome::NoQuorum && may_recover(res);
+    const bool short_of_quorum =
+        res.outcome == AcquireOutcome::NoQuorum && may_recover(res) && !faults::enabled(faults::Fault::NoQuorumAtOnce);
     if ((res.outcome != AcquireOutcome::Busy && !short_of_quorum) || !wait.wait) return res;
     if (interrupted() || now >= wait.deadline) return end_of_wait(std::move(res), interrupted(), short_of_quorum);
     // The spread unit follows how fast the servers answer now, busy answers included.

@@ -250,6 +250,22 @@ def percentile(values, p):
     return vals[rank - 1]
 
 
+def gave_up_early(dones, waits_ms, codes):
+    """The "done" records with an exit code in CODES whose wait (report.wait_ms) ended before their
+    worker's -w (WAITS_MS[w], None: it does not wait, so any such exit is early): a wait must run to
+    its end before it reports CODES. [(worker, cycle, code, waited ms, -w ms)]."""
+    out = []
+    for e in dones:
+        if e.get("code") not in codes:
+            continue
+        w = e.get("w")
+        wait = waits_ms[w] if isinstance(w, int) and 0 <= w < len(waits_ms) else None
+        waited = (e.get("report") or {}).get("wait_ms")
+        if wait is None or waited is None or waited < wait:
+            out.append((w, e.get("n"), e.get("code"), None if waited is None else round(waited), wait))
+    return out
+
+
 def overdue_waits(dones, limits_ms):
     """The "done" records whose wait (report.wait_ms) went on past the limit of their worker
     (LIMITS_MS[w], None: no limit): [(worker, cycle, waited ms, limit ms)]."""

@@ -512,7 +512,7 @@ def wait_limits_ms(env):
 
 
 def summarize(env, name, exclude=(), acceptable_codes=(0, 75, 79, 69), expect_cycles=1, heal_bound_s=None,
-              quiet_end=True, unfenced_may_lose=False, limit=None, shared=False):
+              quiet_end=True, unfenced_may_lose=False, limit=None, shared=False, after_full_wait=()):
     """The common checkers over ENV's history. EXCLUDE: cycles left out of the overlap check (a
     holder the scenario paused on purpose). Returns a Summary with `failures` for the criteria every
     scenario shares: no overlap, no lost update, fences increasing, no stale write accepted, no
@@ -522,7 +522,9 @@ def summarize(env, name, exclude=(), acceptable_codes=(0, 75, 79, 69), expect_cy
     no more than LIMIT holds at once (instead of no overlap), fences increasing per slot, and the
     counters, which LIMIT holders share, not judged. SHARED: the shared mode's (--shared readers
     beside writers): only overlaps with a writer count, and a reader's fence is checked against the
-    writers before it (readers write nothing, so the counters are the writers' alone)."""
+    writers before it (readers write nothing, so the counters are the writers' alone).
+    AFTER_FULL_WAIT: exit codes acceptable only from a wait that ran to its -w (a wait given up
+    before its end with one of them is a failure)."""
     events = env.history()
     hs = checkers.holds(events)
     t0 = env.t_start or (events[0]["t"] if events else 0)
@@ -545,7 +547,10 @@ def summarize(env, name, exclude=(), acceptable_codes=(0, 75, 79, 69), expect_cy
     heals, after = [t for t, a in kept], [a for t, a in kept]
     dones = [e for e in events if e.get("ev") == "done"]
     waits = [e["report"].get("wait_ms") for e in dones if e.get("code") == 0 and e.get("report")]
-    unexpected = [e for e in dones if e.get("code") not in acceptable_codes and not e.get("stopping")]
+    early = checkers.gave_up_early(dones, [w.wait_s() * 1000 if w.wait else None for w in env.workers],
+                                   after_full_wait)
+    unexpected = [e for e in dones if e.get("code") not in acceptable_codes + tuple(after_full_wait)
+                  and not e.get("stopping")]
     hung = [e for e in events if e.get("ev") == "hung"]
     overdue = checkers.overdue_waits(dones, wait_limits_ms(env))
     codes = collections.Counter(str(e.get("code")) for e in dones)
@@ -563,7 +568,7 @@ def summarize(env, name, exclude=(), acceptable_codes=(0, 75, 79, 69), expect_cy
         heals=len(heals), p99_reacquire_ms=ms(checkers.percentile([a for a in after if a is not None], 99)),
         heals_without_reacquire=sum(1 for a in after if a is None),
         unexpected=[{k: e.get(k) for k in ("w", "n", "code", "outcome", "report")} for e in unexpected[:5]],
-        hung=len(hung), overdue_waits=len(overdue), failures=[])
+        hung=len(hung), overdue_waits=len(overdue), waits_given_up_early=len(early), failures=[])
     s.holds = hs
     s.events = events
     if limit is None:
@@ -576,6 +581,7 @@ def summarize(env, name, exclude=(), acceptable_codes=(0, 75, 79, 69), expect_cy
     s.check(lost_fenced == 0 or limit, "fenced counter lost %d updates" % lost_fenced)
     s.check(lost_plain == 0 or unfenced_may_lose or limit, "unfenced counter lost %d updates" % lost_plain)
     s.check(not unexpected, "unexpected exit statuses: %s" % s["unexpected"])
+    s.check(not early, "%d waits gave up before their -w ended, e.g. %s" % (len(early), early[:3]))
     s.check(not hung, "%d redlock processes outlived their time budget" % len(hung))
     s.check(not overdue, "%d waits went on past their -w, e.g. %s" % (len(overdue), overdue[:3]))
     s.check(len(hs) >= expect_cycles, "only %d lock cycles (expected at least %d)" % (len(hs), expect_cycles))

@@ -50,7 +50,8 @@ CONTROLS = [("control:release-any", "stale-token", "release-any"),
             ("control:shared-ignores-writer", "shared", "shared-ignores-writer"),
             ("control:sentinel-unconfirmed", "sentinel-forgets-unconfirmed", None),
             ("control:fair-ignores-queue", "fair", "fair-ignores-queue"),
-            ("control:grant-keeps-short-expiry", "handover", "grant-keeps-short-expiry")]
+            ("control:grant-keeps-short-expiry", "handover", "grant-keeps-short-expiry"),
+            ("control:no-quorum-at-once", "blip", "no-quorum-at-once")]
 
 COLUMNS = [("scenario", "scenario", "%-28s"), ("rounds", "rounds", "%6s"), ("seconds", "seconds", "%8s"),
            ("cycles", "lock cycles", "%11s"), ("overlaps", "overlaps", "%8s"), ("lost_updates", "lost updates", "%12s"),

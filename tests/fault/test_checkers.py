@@ -135,6 +135,16 @@ class Liveness(unittest.TestCase):
         self.assertEqual(checkers.overdue_waits(dones, [11750, None]), [(0, 2, 31906, 11750)])
         self.assertEqual(checkers.overdue_waits(dones, [40000, None]), [])
 
+    def test_a_code_before_the_wait_ended(self):
+        dones = [{"ev": "done", "w": 0, "n": 1, "code": 69, "report": {"wait_ms": 10250.6}},
+                 {"ev": "done", "w": 0, "n": 2, "code": 69, "report": {"wait_ms": 126.2}},
+                 {"ev": "done", "w": 0, "n": 3, "code": 75, "report": {"wait_ms": 5}},
+                 {"ev": "done", "w": 1, "n": 1, "code": 69, "report": {"wait_ms": 0}},
+                 {"ev": "done", "w": 0, "n": 4, "code": 69, "report": {}}]
+        self.assertEqual(checkers.gave_up_early(dones, [10000, None], (69,)),
+                         [(0, 2, 69, 126, 10000), (1, 1, 69, 0, None), (0, 4, 69, None, 10000)])
+        self.assertEqual(checkers.gave_up_early(dones[:1], [10000, None], (69,)), [])
+
     def test_percentile(self):
         self.assertIsNone(checkers.percentile([], 99))
         self.assertEqual(checkers.percentile([5], 99), 5)

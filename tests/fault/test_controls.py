@@ -1,7 +1,7 @@
 """Negative controls: a lock broken on purpose must be caught by a checker. redlock-faulty with
 REDLOCK_FAULT=release-any / no-validity / half-quorum /
 inherit-any-token / semaphore-extra-slot / semaphore-majority / shared-ignores-writer /
-grant-keeps-short-expiry (core/lock/faults.hpp), and the real binary with a
+grant-keeps-short-expiry / no-quorum-at-once (core/lock/faults.hpp), and the real binary with a
 holder's server restarted at once without persistence. Each runs a scenario that the real binary
 passes (test_safety.py, test_holder.py, test_crash.py) and asserts that the violation IS found."""
 
@@ -43,6 +43,10 @@ class Controls(ScenarioTest):
     def test_a_handed_over_lock_that_keeps_the_short_expiry_is_caught_by_overlaps(self):
         s = self.run_scenario("handover", 16, fault="grant-keeps-short-expiry")
         self.assertCaught(s, "overlaps")
+
+    def test_a_wait_that_gives_up_at_the_first_attempt_without_a_quorum_is_caught(self):
+        s = self.run_scenario("blip", 8, fault="no-quorum-at-once")
+        self.assertCaught(s, "waits_given_up_early")
 
     def test_crash_restart_without_persistence_is_caught(self):
         s = self.run_scenario("crash-restart-empty", 10)
