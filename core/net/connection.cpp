@@ -221,7 +221,7 @@ void CommandConnection::send(Request request, ResultCallback done, TimePoint now
   p.cpu_wait = observer_.cpu_wait();
   p.eval_sent = request.with_body;
   p.request = std::move(request);
-  if (url().is_sentinel() && (!confirmed_ || stale_)) {
+  if (url().is_sentinel() && (!confirmed_ || (stale_ && !owes_us()))) {
     // Sent once the sentinels named the master and it said it is one (ROLE); when that master
     // may be one no more, once what it was sent is answered and the sentinels asked again.
     unsent_.push_back(std::move(p));
@@ -229,6 +229,16 @@ void CommandConnection::send(Request request, ResultCallback done, TimePoint now
     queue(std::move(p), now);
   }
   if (!observer_.holding_writes()) drive(now);
+}
+
+// Something this master was sent is still unanswered past its deadline (a vote behind a WAIT that
+// outlasted it): what follows goes to this master in order behind it, above all the release that
+// undoes that vote. Sent to the master the sentinels name next instead, it would wait for their
+// answer (given up on, on a loaded host, before it comes) and might reach another server.
+bool CommandConnection::owes_us() const {
+  return confirmed_ && stream_ && std::any_of(pending_.begin(), pending_.end(), [](const Pending& p) {
+           return !p.done && (p.kind == Pending::Kind::Request || p.kind == Pending::Kind::Wait);
+         });
 }
 
 TimePoint CommandConnection::next_deadline() const {

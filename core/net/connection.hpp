@@ -169,6 +169,8 @@ class CommandConnection final : public Connection {
   void set_duplicate(std::string message);
 
  private:
+  bool owes_us() const;
+
   struct Pending {
     enum class Kind { Auth, Select, Info, Role, Request, Sentinel, Replicas, Wait };
     Kind kind = Kind::Request;
