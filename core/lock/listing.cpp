@@ -265,10 +265,11 @@ std::vector<std::optional<LockReading>> Listing::readings_of(const std::string& 
   return readings;
 }
 
-// Another kind of data under the prefix (a hash, a set) without a fence is not a lock.
+// Another kind of data under the prefix (a hash, a set, a string without an expiry) without a
+// fence is not a lock.
 bool a_lock(const std::vector<std::optional<LockReading>>& readings) {
   return std::any_of(readings.begin(), readings.end(),
-                     [](const auto& r) { return r && (r->type == "string" || r->fence > 0); });
+                     [](const auto& r) { return r && (lock_like(r->type, r->ttl_ms) || r->fence > 0); });
 }
 
 struct SemaphoreReadings {

@@ -72,6 +72,13 @@ struct Vote {
   ServerReport report;
 };
 
+// What a forced release leaves alone: "a hash", "a string without an expiry"; empty for what can
+// be a lock (a string with an expiry, whoever's it is) and for nothing at all.
+std::string not_a_lock(const std::string& type, std::int64_t pttl) {
+  if (type == "none" || lock_like(type, pttl)) return {};
+  return type == "string" ? "a string without an expiry" : "a " + type;
+}
+
 Vote read_vote(const Network& network, std::size_t server, const std::optional<Result>& r) {
   Vote v;
   if (!r || !r->ok()) {
@@ -110,9 +117,10 @@ Vote read_vote(const Network& network, std::size_t server, const std::optional<R
     v.report = answer_report(network, server, *r, *state == 1 ? Answer::Locked : Answer::Reacquired, true);
   } else {
     v.kind = Vote::Kind::No;
-    bool foreign = reply.elements[3].str != "string" && !v.behind_queue;
+    const std::string& type = reply.elements[3].str;
+    bool foreign = !lock_like(type, v.pttl) && !v.behind_queue;
     v.report = answer_report(network, server, *r, foreign ? Answer::Foreign : Answer::Busy, false);
-    if (foreign) v.report.error = "held as a Redis " + reply.elements[3].str + " by another kind of client";
+    if (foreign) v.report.error = "held as " + not_a_lock(type, v.pttl) + " by another kind of client";
   }
   return v;
 }
@@ -360,13 +368,6 @@ bool may_recover(const AcquireResult& res) {
            s.failed(Failure::Replica);
   });
   return res.servers.size() - static_cast<std::size_t>(hopeless) >= quorum_size(res.servers.size());
-}
-
-// What a forced release leaves alone: "a hash", "a string without an expiry"; empty for what can
-// be a lock (a string with an expiry, whoever's it is) and for nothing at all.
-std::string not_a_lock(const std::string& type, std::int64_t pttl) {
-  if (type == "none" || (type == "string" && pttl != -1)) return {};
-  return type == "string" ? "a string without an expiry" : "a " + type;
 }
 
 // The release script's answer where a forced release found something that is not a lock.
@@ -1339,7 +1340,7 @@ StatusResult Redlock::status(const LockKeys& keys) {
     rep.value = reading.value;
     rep.owner = reading.owner;
     rep.fence = reading.fence;
-    if (reading.type != "none") rep.result = reading.type == "string" ? Answer::Held : Answer::Foreign;
+    if (reading.type != "none") rep.result = lock_like(reading.type, reading.ttl_ms) ? Answer::Held : Answer::Foreign;
     res.servers.push_back(std::move(rep));
   }
   const LockVerdict verdict = judge_lock(readings);
@@ -1405,7 +1406,7 @@ LockVerdict judge_lock(const std::vector<std::optional<LockReading>>& readings) 
     ++answered;
     v.fence = std::max(v.fence, r->fence);
     if (r->type == "none") ++free;
-    if (r->type != "string" || !r->value || r->ttl_ms == -2) continue;
+    if (!lock_like(r->type, r->ttl_ms) || !r->value || r->ttl_ms == -2) continue;
     holders[*r->value].push_back(&*r);
     ++v.servers_held;
   }

@@ -225,6 +225,12 @@ struct StatusResult {
 };
 
 // What one server holds under a lock's key, as the status script reads it.
+// What can be a lock: a string with an expiry. Every lock is taken with one; a string without one
+// is someone else's data.
+inline bool lock_like(std::string_view type, std::int64_t pttl) {
+  return type == "string" && pttl != -1;
+}
+
 struct LockReading {
   std::string type = "none";  // none, string, or another type (a foreign key)
   std::optional<std::string> value;

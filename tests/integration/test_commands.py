@@ -971,6 +971,24 @@ class Status(ClusterTest):
         self.assertEqual([s["result"] for s in j["servers"][:3]], ["foreign"] * 3)
         self.assertEqual([s.get("job") for s in self.cluster.servers[3:]], [None, None])
 
+    def test_a_string_without_an_expiry_is_foreign_not_held(self):
+        # Every lock is taken with an expiry: a string without one is someone's data, as a forced
+        # release says (it leaves it alone).
+        for s in self.cluster.servers[:3]:
+            with s.client() as c:
+                c.call("SET", "job", "appdata")
+        r = self.rl("--json", "status", "job")
+        self.assertEqual(r.code, 1, r)
+        j = r.json()
+        self.assertNotEqual(j["state"], "held")
+        self.assertIsNone(j["token"])
+        self.assertEqual([s["result"] for s in j["servers"]], ["foreign"] * 3 + ["free"] * 2)
+        a = self.rl("--json", "acquire", "-n", "job")
+        self.assertEqual(a.code, 75, a)
+        self.assertIn("a string without an expiry", a.json()["servers"][0]["error"])
+        self.assertEqual(self.rl("release", "--force", "job").code, 1)
+        self.assertEqual(self.cluster.values("job"), [b"appdata"] * 3 + [None] * 2)
+
 
 class BadInput(ClusterTest):
     N = 3

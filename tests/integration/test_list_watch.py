@@ -34,6 +34,7 @@ class List(ClusterTest):
             c.call("SET", "locks:one", "t0k3n", "PX", "30000")
             c.call("SET", "locks:partial", "t0k3n", "PX", "30000")
             c.call("HSET", "locks:a-hash", "f", "v")  # another kind of data under the prefix
+            c.call("SET", "locks:a-string", "v")  # a string without an expiry: data, not a lock
         with self.cluster.servers[1].client() as c:
             c.call("SET", "locks:partial", "other", "PX", "30000")
         for s in self.cluster.servers:

@@ -98,3 +98,12 @@ TEST_CASE("a lock held when the watch starts is the announced holder") {
   h.ended(1, LockEventKind::Released, t0, true);
   CHECK(kinds(h.take()) == Names{"released"});
 }
+
+TEST_CASE("a string without an expiry is someone's data, never an acquisition") {
+  LockHistory h(3);
+  const TimePoint t0 = TimePoint(std::chrono::hours(1));
+  h.start({LockReading{}, LockReading{}, LockReading{}}, t0);
+  for (std::size_t i : Ids{0, 1, 2}) h.read(i, holding("appdata", -1), t0, t0, false);
+  CHECK(h.take().empty());
+  CHECK(h.free_servers() == 3);
+}
