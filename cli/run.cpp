@@ -60,6 +60,10 @@ RunPlan plan_run(const RunOptions& o, const GlobalOptions& global) {
     usage_error("run needs a command: -- CMD [ARG...] or -c 'SHELL COMMAND'");
   }
   const Duration ttl = plan.acquire.spec.ttl;
+  // Empty from the environment is unset; on the command line (--renew=), a mistake.
+  for (const auto& [value, flag] :
+       {std::pair{&o.renew, "--renew"}, {&o.min_hold, "--min-hold"}, {&o.max_hold, "--max-hold"}})
+    refuse_empty(global, *value, flag);
   plan.renew = o.renew.empty() ? ttl / 3 : duration_option(o.renew, "--renew", false);
   if (plan.renew >= ttl) usage_error("--renew " + o.renew + " must be shorter than --ttl " + o.acquire.ttl);
   plan.signal = parse_signal(o.signal, "--signal");

@@ -1020,6 +1020,9 @@ class BadInput(ClusterTest):
         self.assert_error(["acquire", "job", "--wait", ""], 64, "--wait: must not be empty")
         self.assert_error(["run", "job", "--wait", "", "--", "true"], 64, "--wait: must not be empty")
         self.assert_error(["--member-wait", "", "acquire", "job"], 64, "--member-wait: must not be empty")
+        for flag in ("--renew", "--min-hold", "--max-hold"):
+            self.assert_error(["run", "job", flag, "", "--", "true"], 64, flag + ": must not be empty")
+            self.assert_error(["run", flag + "=", "job", "--", "true"], 64, flag + ": must not be empty")
         # An empty --token ("$T" unset) neither falls back to REDLOCK_TOKEN nor makes a new token.
         for args in (["acquire", "job"], ["extend", "job"], ["release", "job"], ["run", "job", "--", "true"]):
             self.assert_error(args[:2] + ["--token", ""] + args[2:], 64, "--token: must not be empty",
