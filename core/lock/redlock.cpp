@@ -796,9 +796,10 @@ void Redlock::release_taken(const LockSpec& spec, const std::vector<bool>& answe
       kNever);
   // A member that fails over got a WAIT behind its vote (--member-wait): the server runs the
   // release only once that WAIT returns (a Sentinel member's goes to that master on the same
-  // connection, behind the vote), and drops it unrun when we close the connection first. Such a member is waited for
-  // until nothing of ours is left there: a WAIT lasts three quarters of a --timeout, and a server ends a blocked
-  // command late by up to a tick of its clock (100 ms at the default hz 10).
+  // connection, behind the vote), and drops it unrun when we close the connection first. Such a
+  // member is waited for until nothing of ours is left there: a WAIT lasts three quarters of a
+  // --timeout, and a server ends a blocked command late by up to a tick of its clock (100 ms at
+  // the default hz 10).
   const TimePoint bound = network_.now() + timeout_ + std::max(timeout_, kWaitTick);
   network_.run_until(
       [&] {
@@ -1406,7 +1407,7 @@ LockVerdict judge_lock(const std::vector<std::optional<LockReading>>& readings) 
     ++answered;
     v.fence = std::max(v.fence, r->fence);
     if (r->type == "none") ++free;
-    if (!lock_like(r->type, r->ttl_ms) || !r->value || r->ttl_ms == -2) continue;
+    if (!lock_like(r->type, r->ttl_ms) || !r->value) continue;
     holders[*r->value].push_back(&*r);
     ++v.servers_held;
   }

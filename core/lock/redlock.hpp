@@ -7,6 +7,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/lock/fair.hpp"
@@ -224,13 +225,13 @@ struct StatusResult {
   std::vector<ServerReport> servers;
 };
 
-// What one server holds under a lock's key, as the status script reads it.
 // What can be a lock: a string with an expiry. Every lock is taken with one; a string without one
 // is someone else's data.
 inline bool lock_like(std::string_view type, std::int64_t pttl) {
   return type == "string" && pttl != -1;
 }
 
+// What one server holds under a lock's key, as the status script reads it.
 struct LockReading {
   std::string type = "none";  // none, string, or another type (a foreign key)
   std::optional<std::string> value;

@@ -50,7 +50,7 @@ std::string_view event_name(LockEventKind kind) {
 
 LockHistory::View LockHistory::view_of(const LockReading& reading, TimePoint sent) {
   View v;
-  v.held = lock_like(reading.type, reading.ttl_ms) && reading.value && reading.ttl_ms != -2;
+  v.held = lock_like(reading.type, reading.ttl_ms) && reading.value;
   if (!v.held) return v;
   v.token = reading.value;
   v.owner_record = reading.owner;
