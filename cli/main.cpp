@@ -497,11 +497,20 @@ std::string range_message(const std::string& message) {
          bound_text(message.substr(to + kTo.size()));
 }
 
+// CLI11's "--ttl: At Most 1 required but received 2": which value was meant cannot be told (the
+// first may be a script's unset variable, or one that is not valid at all), so neither is taken.
+std::string twice_message(const std::string& message) {
+  constexpr std::string_view kMost = ": At Most 1 required but received ";
+  const std::size_t at = message.find(kMost);
+  if (at == std::string::npos) return range_message(message);
+  return message.substr(0, at) + " is given " + message.substr(at + kMost.size()) + " times: give it once";
+}
+
 // CLI11's "Could not convert: --json = junk", said as what is wrong.
 std::string conversion_message(const CLI::App& app, const std::string& message) {
   constexpr std::string_view kPrefix = "Could not convert: ";
   const std::size_t eq = message.find(" = ");
-  if (message.compare(0, kPrefix.size(), kPrefix) != 0 || eq == std::string::npos) return range_message(message);
+  if (message.compare(0, kPrefix.size(), kPrefix) != 0 || eq == std::string::npos) return twice_message(message);
   const std::string option = message.substr(kPrefix.size(), eq - kPrefix.size());
   std::string text = option + ": '" + message.substr(eq + 3) + "' is not a valid value";
   if (option_kind(app, option) == OptionKind::Flag) text += kFlagValues;

@@ -113,13 +113,8 @@ CLI::Option* add_option_row(CLI::App& app, const RowSpec& row, OptionValue value
       value);
   if (!row.type_name.empty()) option->type_name(std::string(row.type_name));
   // Each value as written: CLI11 would read "[a,b]" as the list a, b ("-S [::1]" as "::1").
-  if (row.repeatable) {
+  if (row.repeatable)
     option->type_size(1)->expected(1)->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)->allow_extra_args(false);
-  } else if (row.takes_value) {
-    // Given twice, the last one counts, as with getopt, flock(1) and Go's flags (an alias that
-    // sets --ttl, given another).
-    option->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
-  }
   if (!row.env.empty() && !row.env_by_hand) option->envname(std::string(row.env));
   const bool whole_number = std::holds_alternative<int*>(value) || std::holds_alternative<std::size_t*>(value);
   if (whole_number && row.takes_value) option->transform(decimal());
