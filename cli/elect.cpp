@@ -180,11 +180,23 @@ bool observes(const ElectOptions& o, const GlobalOptions& global) {
   return beats(global, observe, command_option(), "--observe and --command exclude each other");
 }
 
+// A candidate's options mean nothing to an observer, who never campaigns: given with --observe on
+// the command line, they are a mistake, not something to ignore while it watches for ever.
+void refuse_candidate_options(const GlobalOptions& global) {
+  for (const std::string_view flag : {"--once", "--max-terms", "-n", "--nonblock", "-w", "--wait"}) {
+    if (given_on_command_line(global, {flag}))
+      usage_error(std::string(flag) + " is a candidate's: --observe only watches who leads");
+  }
+}
+
 int run_elect(const ElectOptions& o, const GlobalOptions& global) {
   // A leader is alone: readers, or the holders of a semaphore's slots, would all lead at once.
   if (o.run.acquire.shared) usage_error("elect takes no --shared: a leader holds the lock alone");
   if (o.run.acquire.limit > 0) usage_error("elect takes no --limit: a leader holds the lock alone");
-  if (observes(o, global)) return observe(o, global);
+  if (observes(o, global)) {
+    refuse_candidate_options(global);
+    return observe(o, global);
+  }
   if (!command_words_given(o.run, global) && o.run.command.empty())
     usage_error("elect needs a command: -- CMD [ARG...] or -c 'SHELL COMMAND' (or --observe)");
   bool once = o.once;

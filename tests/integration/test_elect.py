@@ -251,6 +251,12 @@ class Elect(ClusterTest):
                            # Two holders of a semaphore's slots would both lead.
                            (["elect", "svc", "--limit", "2", "--", "true"], "elect takes no --limit"),
                            (["elect", "svc", "--observe", "--limit", "2"], "elect takes no --limit"),
+                           # An observer never campaigns: a candidate's options are a mistake, not
+                           # ignored while it watches for ever.
+                           (["elect", "svc", "--observe", "--once"], "--once is a candidate's"),
+                           (["elect", "--max-terms", "2", "svc", "--observe"], "--max-terms is a candidate's"),
+                           (["elect", "svc", "-w", "1s", "--observe"], "-w is a candidate's"),
+                           (["elect", "svc", "--observe", "-n"], "-n is a candidate's"),
                            (["elect", "svc", "--shared", "--", "true"], "elect takes no --shared")):
             r = self.rl(*args)
             self.assertEqual((r.code, r.out), (64, b""), (args, r))
