@@ -255,13 +255,15 @@ class SentinelMembers(unittest.TestCase):
         self.addCleanup(proxy.close)
         with g.server_at(port).client() as c:
             before = script_calls(c)
-            c.call("CLIENT", "PAUSE", "300", "WRITE")
+            # Long enough for a slow start to send the vote within it, short enough to end before
+            # the attempt stops waiting for its release (a --timeout past the vote's, then 2 more).
+            c.call("CLIENT", "PAUSE", "500", "WRITE")
         paused = time.monotonic()
-        r = redlock(["--json", "--timeout", "100ms", "acquire", "-n", "--ttl", "60s", "sentinel-paused"],
+        r = redlock(["--json", "--timeout", "200ms", "acquire", "-n", "--ttl", "60s", "sentinel-paused"],
                     servers="sentinel://%s/%s" % (proxy.address, g.name), env=ENV)
         self.assertEqual(r.code, 69, r)
-        self.assertIn("no answer within 100ms", r.json()["servers"][0]["error"], r)
-        time.sleep(max(0.0, paused + 0.4 - time.monotonic()))
+        self.assertIn("no answer within 200ms", r.json()["servers"][0]["error"], r)
+        time.sleep(max(0.0, paused + 0.6 - time.monotonic()))
         with g.server_at(port).client() as c:
             # The vote ran once the pause ended, and the release after it.
             self.assertGreaterEqual(script_calls(c) - before, 2)
