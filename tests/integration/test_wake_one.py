@@ -42,9 +42,14 @@ class WakeOne(ClusterTest):
                       stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
             self.addCleanup(lambda p=p: (p.poll() is None and p.kill(), p.wait()))
             procs.append(p)
-            wait_for(lambda: self.queued() == i + 1 and self.subscribed() == i + 1 and
-                     min(self.attempts()) >= i + 1, timeout=10,
-                     what="waiter %d to queue, subscribe and make its attempts" % i)
+            # Each look is 15 connections: not too often, for the waiter's sake on a loaded machine.
+            try:
+                wait_for(lambda: self.queued() == i + 1 and self.subscribed() == i + 1 and
+                         min(self.attempts()) >= i + 1, timeout=30, interval=0.1,
+                         what="waiter %d to queue, subscribe and make its attempts" % i)
+            except AssertionError as e:
+                raise AssertionError("%s: queued %d, listening %d, attempts %s" %
+                                     (e, self.queued(), self.subscribed(), self.attempts())) from None
             time.sleep(0.2)  # its read of the lock once subscribed, and any attempt that read calls for
         # Asleep: no attempt for 1.5 s (the slow fallback poll is 20 s away; a subscription that did
         # not answer within a second, on a loaded machine, is made again a second later, and its
