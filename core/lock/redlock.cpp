@@ -19,8 +19,6 @@
 
 namespace redlock {
 
-namespace {
-
 ServerReport failure_report(const Network& network, std::size_t server, const std::optional<Result>& r) {
   ServerReport rep;
   rep.server = network.describe(server);
@@ -45,13 +43,14 @@ ServerReport answer_report(const Network& network, std::size_t server, const Res
   return rep;
 }
 
-// A reply that is not what our script returns: the server is not what we think it is.
 ServerReport unexpected_report(const Network& network, std::size_t server, const Result& r) {
   ServerReport rep = answer_report(network, server, r, Answer::Failed, false);
   rep.failure = Failure::Protocol;
   rep.error = "unexpected reply to a redlock script";
   return rep;
 }
+
+namespace {
 
 // One server's answer to the acquire script.
 struct Vote {

@@ -61,6 +61,13 @@ struct ServerReport {
   std::string_view result_name() const;
 };
 
+// SERVER's line of a report: its failure, or who it is alone when R is empty (not waited for).
+ServerReport failure_report(const Network& network, std::size_t server, const std::optional<Result>& r);
+// SERVER's line of a report for an answer R read as RESULT (OK: it did what was asked).
+ServerReport answer_report(const Network& network, std::size_t server, const Result& r, Answer result, bool ok);
+// SERVER's line for a reply R that is not what our script returns: not what we think it is.
+ServerReport unexpected_report(const Network& network, std::size_t server, const Result& r);
+
 // The record kept beside a lock, "UNIX_MS/TTL_MS OWNER": since when and by whom it is held, and the
 // TTL it was taken with (which `extend` without a TTL keeps). Records of earlier versions, "UNIX_MS
 // OWNER", and of anything else, are read as far as they go: the rest is the owner.

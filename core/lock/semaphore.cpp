@@ -24,25 +24,8 @@ std::uint64_t seed() {
 
 // One server's part of a probe: "ok" with its latency, or its failure.
 ServerReport probe_report(const Network& network, std::size_t server, const std::optional<Result>& r, bool readable) {
-  ServerReport rep;
-  rep.server = network.describe(server);
-  rep.role = network.role(server);
-  rep.resolved = network.resolved(server);
-  if (!r) return rep;
-  rep.latency = r->latency;
-  rep.ok = readable;
-  if (readable) {
-    rep.result = Answer::Probed;
-  } else if (r->ok()) {
-    rep.result = Answer::Failed;
-    rep.failure = Failure::Protocol;
-    rep.error = "unexpected reply to a redlock script";
-  } else {
-    rep.result = Answer::Failed;
-    rep.failure = r->failure;
-    rep.error = r->error;
-  }
-  return rep;
+  if (r && readable) return answer_report(network, server, *r, Answer::Probed, true);
+  return r && r->ok() ? unexpected_report(network, server, *r) : failure_report(network, server, r);
 }
 
 std::optional<std::string> text_of(const Reply& r) {

@@ -67,23 +67,14 @@ SharedStatus Shared::status() {
   for (std::size_t i = 0; i < readings.size(); ++i) {
     const auto& r = round.results()[i];
     if (r && r->ok()) readings[i] = parse_readers(r->reply);
-    ServerReport rep;
-    rep.server = network.describe(i);
-    rep.role = network.role(i);
-    rep.resolved = network.resolved(i);
-    if (r) rep.latency = r->latency;
     if (readings[i]) {
       ++res.tally.yes;
-      rep.ok = true;
-      rep.result = Answer::Probed;
       res.writers_waiting = std::max(res.writers_waiting, readings[i]->writers_waiting);
+      res.servers.push_back(answer_report(network, i, *r, Answer::Probed, true));
     } else {
       ++res.tally.failed;
-      rep.result = Answer::Failed;
-      rep.failure = r && !r->ok() ? r->failure : Failure::Protocol;
-      rep.error = r && !r->ok() ? r->error : "unexpected reply to a redlock script";
+      res.servers.push_back(r && r->ok() ? unexpected_report(network, i, *r) : failure_report(network, i, r));
     }
-    res.servers.push_back(std::move(rep));
   }
   res.readers = quorum_readers(readings);
   return res;
